@@ -1,0 +1,68 @@
+// .npy files (NumPy format v1.0, v2.0 and v3.0 headers).
+//
+// bfloat16 and FP8 have no numpy builtin dtype. numprobe writes them either with the explicit descr
+// used by the ml_dtypes package ('bfloat16', 'float8_e4m3fn', 'float8_e5m2'; numpy reads these once
+// ml_dtypes is imported), or, in raw-bits mode, as '<u2'/'|u1' so plain numpy can load the bits.
+// See docs/format.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "numprobe/dtype.h"
+
+namespace numprobe {
+
+struct NpyHeader {
+  int major_version = 1;
+  DType dtype = DType::kUnknown;
+  std::string descr;  // as written in the file, e.g. "<f4"
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;  // byte offset of the first element
+  size_t element_count = 1;
+  size_t data_bytes = 0;
+};
+
+// Parses the header of an in-memory .npy image. `name` appears in error messages.
+// Throws InputError on bad magic, unsupported version, malformed dict, unsupported descr
+// (big-endian, structured, object), negative/overflowing shapes, or data shorter than the shape
+// requires. Extra trailing bytes are allowed.
+NpyHeader parse_npy_header(const uint8_t* buf, size_t len, const std::string& name);
+
+// A read-only memory-mapped .npy file. Data is in the file's byte order converted to native only
+// if it already is little-endian (big-endian files are rejected by the header parser).
+class NpyFile {
+ public:
+  static NpyFile open(const std::string& path);
+  NpyFile(NpyFile&&) noexcept;
+  NpyFile& operator=(NpyFile&&) noexcept;
+  ~NpyFile();
+
+  const NpyHeader& header() const { return header_; }
+  const void* data() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  NpyFile() = default;
+  std::string path_;
+  NpyHeader header_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+};
+
+enum class NpyNarrowMode { kExplicitDescr, kRawBits };
+
+// Writes a C-order (or Fortran-order if fortran_order) array. Writes to path + ".tmp" then renames,
+// so a reader never sees a half-written file.
+void write_npy(const std::string& path, const void* data, DType dtype,
+               const std::vector<int64_t>& shape, bool fortran_order = false,
+               NpyNarrowMode narrow = NpyNarrowMode::kExplicitDescr);
+
+// The descr string numprobe writes for dtype in the given mode.
+std::string npy_descr(DType dtype, NpyNarrowMode narrow = NpyNarrowMode::kExplicitDescr);
+
+}  // namespace numprobe

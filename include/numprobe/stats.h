@@ -1,0 +1,45 @@
+// Fused one-pass tensor statistics: the numbers msprobe writes as Max/Min/Mean/Norm, plus counts
+// msprobe loses (NaN, +Inf, -Inf, zeros).
+//
+// Invariants:
+//  - min/max ignore NaN; they include +-Inf. All-NaN or empty input gives NaN min/max.
+//  - sum and sum of squares accumulate in float64 for every input type, so bf16/fp16/fp32 inputs get
+//    better-than-fp32 accuracy; they follow IEEE rules (any NaN makes them NaN, Inf makes them Inf).
+//  - mean = sum / count, norm = sqrt(sumsq). Integer and bool inputs are converted exactly to double.
+//  - Results do not depend on the thread count beyond float64 summation reordering.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "numprobe/dtype.h"
+
+namespace numprobe {
+
+struct TensorStats {
+  uint64_t count = 0;
+  double min = 0;
+  double max = 0;
+  double sum = 0;
+  double sumsq = 0;
+  uint64_t nan_count = 0;
+  uint64_t pos_inf_count = 0;
+  uint64_t neg_inf_count = 0;
+  uint64_t zero_count = 0;
+
+  double mean() const;
+  double norm() const;
+};
+
+struct StatsOptions {
+  // 0 = use hardware concurrency; 1 = never spawn threads.
+  int threads = 0;
+  // Inputs with fewer elements than this run single-threaded.
+  size_t parallel_threshold = size_t{1} << 22;
+};
+
+// data points at count contiguous elements of dtype (native little-endian). Throws numprobe::Error
+// for kUnknown.
+TensorStats compute_stats(const void* data, size_t count, DType dtype, const StatsOptions& opt = {});
+
+}  // namespace numprobe

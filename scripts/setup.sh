@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Idempotent machine setup: installs the Debian packages numprobe builds, tests and runs with.
+# A fast no-op when everything is present. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache clang libclang-rt-14-dev clang-format
+  zlib1g-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-numpy python3-pytest
+  libopenblas0-pthread
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+# apt-get update only when the package lists are missing or a first install attempt fails.
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
