@@ -1,0 +1,101 @@
+// Writing msprobe-format dumps crash-safely.
+//
+// While a step is captured, every record (header, entry, stack, construct edge) is appended to
+// `dump.journal` in the rank directory with one write(2) call; a record that has been written
+// survives the death of the writing process (and, with sync_each_record, of the machine). At
+// finish() the journal is assembled in O(n) into dump.json, stack.json and construct.json (each
+// written to a temporary name, then renamed), and removed. A journal left behind by a dead writer
+// is turned into the same three files by recover_rank_dir() (`numprobe recover`), keeping every
+// record that reached the journal intact.
+//
+// Not thread-safe: one writer per rank directory, driven by one thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace numprobe {
+
+class DumpFile;
+
+inline constexpr const char* kJournalFileName = "dump.journal";
+
+struct DumpHeader {
+  std::string task = "statistics";
+  std::string level = "L1";
+  std::string framework = "pytorch";
+  std::optional<std::string> dump_data_dir;  // null in dump.json when unset
+};
+
+struct DumpWriterOptions {
+  bool sync_each_record = false;  // fdatasync after every record (survives power loss)
+};
+
+class DumpWriter {
+ public:
+  // Creates rank_dir if needed. Throws Error if a journal is already there (a previous writer died:
+  // recover it first) or the directory cannot be written.
+  DumpWriter(const std::string& rank_dir, const DumpHeader& header, DumpWriterOptions opt = {});
+  // Header copied verbatim from a dump that was read (all top-level members except "data").
+  DumpWriter(const std::string& rank_dir, const DumpFile& header_from, DumpWriterOptions opt = {});
+  // Closes the journal without assembling: the same state a crash leaves.
+  ~DumpWriter();
+  DumpWriter(const DumpWriter&) = delete;
+  DumpWriter& operator=(const DumpWriter&) = delete;
+
+  // body: the entry value rendered as msprobe writes it inside "data" (see format::render_entry_body).
+  void add_entry(std::string_view name, std::string_view body);
+  void add_entry(const DumpFile& d, size_t index);
+  void add_stack(std::string_view name, const std::vector<std::string>& frames);
+  // parent: nullopt writes null.
+  void add_construct(std::string_view name, std::optional<std::string_view> parent);
+
+  // Assembles the three files and removes the journal. No more records may be added.
+  void finish();
+
+  size_t entries() const { return entries_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  void open_journal();
+  void append(char type, const std::vector<std::string_view>& fields);
+
+  std::string dir_;
+  DumpWriterOptions opt_;
+  int fd_ = -1;
+  size_t entries_ = 0;
+  bool finished_ = false;
+  std::string buf_;
+};
+
+struct RecoverReport {
+  bool had_journal = false;
+  size_t records = 0;
+  size_t entries = 0;
+  size_t stacks = 0;
+  size_t constructs = 0;
+  size_t bytes_total = 0;
+  size_t bytes_dropped = 0;  // torn tail: bytes after the last intact record
+  std::string detail;        // why the tail was dropped, if it was
+};
+
+struct AssembledDump {
+  std::string dump_json;
+  std::string stack_json;
+  std::string construct_json;
+  RecoverReport report;
+};
+
+// Reads a journal and builds the three files' contents in memory (what readers do when they find
+// a journal and no dump.json). Throws InputError if the file is not a numprobe journal.
+AssembledDump assemble_journal(const std::string& journal_path);
+
+// Writes dump.json/stack.json/construct.json from rank_dir/dump.journal and removes the journal.
+// If dump.json already exists (the writer died after assembling), only the journal is removed.
+// report.had_journal is false when there is nothing to recover.
+RecoverReport recover_rank_dir(const std::string& rank_dir);
+
+}  // namespace numprobe

@@ -1,0 +1,110 @@
+// numprobe stats <file.npy>...: the statistics line per file.
+#include <cstdio>
+
+#include "cli/subcommand.h"
+#include "format/py_json_writer.h"
+#include "numprobe/error.h"
+#include "numprobe/hash.h"
+#include "numprobe/npy.h"
+#include "numprobe/stats.h"
+
+namespace numprobe::cli {
+namespace {
+
+std::string py(double v) {
+  std::string s;
+  format::append_py_float(s, v);
+  return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+class StatsCommand : public Subcommand {
+ public:
+  const char* name() const override { return "stats"; }
+  const char* summary() const override {
+    return "Print min/max/mean/norm, NaN/Inf/zero counts and CRC-32 of .npy files";
+  }
+  std::vector<Flag> flags() override {
+    return {
+        {"files", ".npy files", Flag::kStrings, &files_, true},
+        {"--json", "one JSON object per line", Flag::kBool, &json_},
+        {"-j,--threads", "threads for large tensors (0 = all cores)", Flag::kInt, &threads_},
+    };
+  }
+
+  int run() override {
+    int failures = 0;
+    if (!json_) {
+      printf("%-40s %-9s %-16s %12s %24s %24s %24s %24s %6s %6s %6s %8s %8s\n", "file", "dtype",
+             "shape", "count", "min", "max", "mean", "norm", "nan", "+inf", "-inf", "zeros",
+             "crc32");
+    }
+    for (const auto& f : files_) {
+      try {
+        print_one(f);
+      } catch (const InputError& e) {
+        fprintf(stderr, "numprobe stats: error: %s\n", e.what());
+        ++failures;
+      }
+    }
+    return failures ? 1 : 0;
+  }
+
+ private:
+  void print_one(const std::string& path) {
+    NpyFile f = NpyFile::open(path);
+    const NpyHeader& h = f.header();
+    StatsOptions opt;
+    opt.threads = static_cast<int>(threads_);
+    TensorStats s = compute_stats(f.data(), h.element_count, h.dtype, opt);
+    uint32_t crc = crc32(f.data(), h.data_bytes);
+    if (json_) {
+      std::string out = "{\"file\": ";
+      format::append_py_string(out, path);
+      out += ", \"dtype\": \"" + std::string(dtype_name(h.dtype)) + "\"";
+      out += ", \"shape\": " + shape_text(h.shape);
+      out += ", \"count\": " + std::to_string(s.count);
+      out += ", \"min\": " + py(s.min) + ", \"max\": " + py(s.max);
+      out += ", \"mean\": " + py(s.mean()) + ", \"norm\": " + py(s.norm());
+      out += ", \"sum\": " + py(s.sum);
+      out += ", \"nan\": " + std::to_string(s.nan_count);
+      out += ", \"pos_inf\": " + std::to_string(s.pos_inf_count);
+      out += ", \"neg_inf\": " + std::to_string(s.neg_inf_count);
+      out += ", \"zeros\": " + std::to_string(s.zero_count);
+      out += ", \"crc32\": \"" + crc32_hex(crc) + "\"";
+      out += ", \"xxh3\": \"" + xxh3_hex(f.data(), h.data_bytes) + "\"}";
+      printf("%s\n", out.c_str());
+      return;
+    }
+    printf("%-40s %-9s %-16s %12llu %24s %24s %24s %24s %6llu %6llu %6llu %8llu %8s\n",
+           path.c_str(), std::string(dtype_name(h.dtype)).c_str(), shape_text(h.shape).c_str(),
+           (unsigned long long)s.count, py(s.min).c_str(), py(s.max).c_str(), py(s.mean()).c_str(),
+           py(s.norm()).c_str(), (unsigned long long)s.nan_count,
+           (unsigned long long)s.pos_inf_count, (unsigned long long)s.neg_inf_count,
+           (unsigned long long)s.zero_count, crc32_hex(crc).c_str());
+  }
+
+  static std::string xxh3_hex(const void* p, size_t n) {
+    char buf[20];
+    snprintf(buf, sizeof buf, "%016llx", (unsigned long long)xxh3_64(p, n));
+    return buf;
+  }
+
+  std::vector<std::string> files_;
+  bool json_ = false;
+  int64_t threads_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Subcommand> make_stats_command() { return std::make_unique<StatsCommand>(); }
+
+}  // namespace numprobe::cli

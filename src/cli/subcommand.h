@@ -1,0 +1,34 @@
+// numprobe's subcommands are small classes whose flags are plain data; main.cc turns the flag table
+// into CLI11 options, so only main.cc pays for the CLI11 headers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace numprobe::cli {
+
+struct Flag {
+  enum Kind { kBool, kString, kInt, kStrings };
+  std::string names;  // CLI11 spelling: "-o,--out" or a positional "paths"
+  std::string help;
+  Kind kind;
+  void* target;       // bool* / std::string* / int64_t* / std::vector<std::string>*
+  bool required = false;
+};
+
+class Subcommand {
+ public:
+  virtual ~Subcommand() = default;
+  virtual const char* name() const = 0;
+  virtual const char* summary() const = 0;
+  virtual std::vector<Flag> flags() = 0;
+  // Returns the process exit code. Throws numprobe::Error on failure (main prints it, exit 1).
+  virtual int run() = 0;
+};
+
+std::unique_ptr<Subcommand> make_info_command();
+std::unique_ptr<Subcommand> make_stats_command();
+std::unique_ptr<Subcommand> make_recover_command();
+
+}  // namespace numprobe::cli

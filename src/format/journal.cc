@@ -1,0 +1,109 @@
+#include "format/journal.h"
+
+#include <cstring>
+
+#include "numprobe/error.h"
+#include "numprobe/hash.h"
+
+namespace numprobe::format {
+namespace {
+
+void put_u32(std::string& out, uint32_t v) {
+  char b[4] = {static_cast<char>(v & 0xFF), static_cast<char>((v >> 8) & 0xFF),
+               static_cast<char>((v >> 16) & 0xFF), static_cast<char>((v >> 24) & 0xFF)};
+  out.append(b, 4);
+}
+
+uint32_t get_u32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<uint32_t>(u[0]) | (static_cast<uint32_t>(u[1]) << 8) |
+         (static_cast<uint32_t>(u[2]) << 16) | (static_cast<uint32_t>(u[3]) << 24);
+}
+
+bool known_type(char t) {
+  return t == kRecHeader || t == kRecEntry || t == kRecStack || t == kRecConstruct;
+}
+
+}  // namespace
+
+void encode_record(std::string& out, char type, const std::vector<std::string_view>& fields) {
+  size_t payload = 4;
+  for (auto f : fields) payload += 4 + f.size();
+  if (payload > kJournalMaxRecord) throw Error("journal record too large");
+  size_t start = out.size();
+  put_u32(out, static_cast<uint32_t>(payload));
+  put_u32(out, 0);  // crc placeholder
+  out += type;
+  put_u32(out, static_cast<uint32_t>(fields.size()));
+  for (auto f : fields) {
+    put_u32(out, static_cast<uint32_t>(f.size()));
+    out.append(f.data(), f.size());
+  }
+  uint32_t crc = crc32(out.data() + start + 8, 1 + payload);
+  char b[4] = {static_cast<char>(crc & 0xFF), static_cast<char>((crc >> 8) & 0xFF),
+               static_cast<char>((crc >> 16) & 0xFF), static_cast<char>((crc >> 24) & 0xFF)};
+  memcpy(&out[start + 4], b, 4);
+}
+
+JournalScan scan_journal(const char* data, size_t size, const std::string& name) {
+  if (size < sizeof kJournalMagic || memcmp(data, kJournalMagic, sizeof kJournalMagic) != 0) {
+    throw InputError(name, "not a numprobe journal (bad magic)", 0);
+  }
+  JournalScan s;
+  size_t pos = sizeof kJournalMagic;
+  s.valid_bytes = pos;
+  while (pos < size) {
+    auto stop = [&](const std::string& why) {
+      s.stop_reason = why + " at byte " + std::to_string(pos);
+    };
+    if (size - pos < 9) {
+      stop("truncated record header");
+      break;
+    }
+    uint32_t len = get_u32(data + pos), crc = get_u32(data + pos + 4);
+    char type = data[pos + 8];
+    if (len < 4 || len > kJournalMaxRecord || len > size - pos - 9) {
+      stop("truncated or corrupt record (length " + std::to_string(len) + ")");
+      break;
+    }
+    if (crc32(data + pos + 8, 1 + static_cast<size_t>(len)) != crc) {
+      stop("record checksum mismatch");
+      break;
+    }
+    if (!known_type(type)) {
+      stop("unknown record type");
+      break;
+    }
+    const char* p = data + pos + 9;
+    const char* end = p + len;
+    uint32_t n = get_u32(p);
+    p += 4;
+    JournalRecord r;
+    r.type = type;
+    bool ok = n <= len / 4;
+    for (uint32_t i = 0; ok && i < n; ++i) {
+      if (end - p < 4) {
+        ok = false;
+        break;
+      }
+      uint32_t fl = get_u32(p);
+      p += 4;
+      if (static_cast<size_t>(end - p) < fl) {
+        ok = false;
+        break;
+      }
+      r.fields.emplace_back(p, fl);
+      p += fl;
+    }
+    if (!ok || p != end) {
+      stop("malformed record fields");
+      break;
+    }
+    s.records.push_back(std::move(r));
+    pos += 9 + static_cast<size_t>(len);
+    s.valid_bytes = pos;
+  }
+  return s;
+}
+
+}  // namespace numprobe::format

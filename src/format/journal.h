@@ -1,0 +1,42 @@
+// The dump journal's byte layout (docs/format.md, "Journal"):
+//   file   := magic "NPJRNL01" record*
+//   record := u32 payload_len | u32 crc32(type, payload) | u8 type | payload
+//   payload:= u32 n_fields (u32 len | bytes)*
+// Little-endian. A record is valid only if it is complete and its CRC matches; reading stops at
+// the first invalid record (a torn write at the tail).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace numprobe::format {
+
+inline constexpr char kJournalMagic[8] = {'N', 'P', 'J', 'R', 'N', 'L', '0', '1'};
+inline constexpr uint32_t kJournalMaxRecord = 1u << 30;
+
+enum JournalRecordType : char {
+  kRecHeader = 'H',     // fields: key1, rendered value1, key2, value2, ... ; "data" marks its slot
+  kRecEntry = 'E',      // fields: name, rendered body
+  kRecStack = 'S',      // fields: name, frame...
+  kRecConstruct = 'C',  // fields: name, rendered parent value
+};
+
+void encode_record(std::string& out, char type, const std::vector<std::string_view>& fields);
+
+struct JournalRecord {
+  char type;
+  std::vector<std::string_view> fields;  // views into the journal bytes
+};
+
+struct JournalScan {
+  std::vector<JournalRecord> records;
+  size_t valid_bytes = 0;  // through the end of the last intact record
+  std::string stop_reason; // empty if the whole file was intact
+};
+
+// Throws InputError if the magic is wrong. Never reads past `size`.
+JournalScan scan_journal(const char* data, size_t size, const std::string& name);
+
+}  // namespace numprobe::format

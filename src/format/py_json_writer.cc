@@ -1,0 +1,239 @@
+#include "format/py_json_writer.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace numprobe::format {
+
+void append_py_float(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "Infinity" : "-Infinity";
+    return;
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  // buf = [-]d[.ddd]e(+|-)XX : split into sign, digits and decimal exponent.
+  std::string_view s(buf, static_cast<size_t>(r.ptr - buf));
+  bool neg = s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  size_t epos = s.find('e');
+  std::string digits;
+  for (char c : s.substr(0, epos)) {
+    if (c != '.') digits += c;
+  }
+  int exp10 = 0;
+  std::from_chars(s.data() + epos + 1 + (s[epos + 1] == '+' ? 1 : 0), s.data() + s.size(), exp10);
+  if (neg) out += '-';
+  const int nd = static_cast<int>(digits.size());
+  if (exp10 >= -4 && exp10 < 16) {
+    if (exp10 < 0) {
+      out += "0.";
+      out.append(static_cast<size_t>(-exp10 - 1), '0');
+      out += digits;
+    } else if (exp10 + 1 >= nd) {
+      out += digits;
+      out.append(static_cast<size_t>(exp10 + 1 - nd), '0');
+      out += ".0";
+    } else {
+      out.append(digits, 0, static_cast<size_t>(exp10 + 1));
+      out += '.';
+      out.append(digits, static_cast<size_t>(exp10 + 1), std::string::npos);
+    }
+    return;
+  }
+  out += digits[0];
+  if (nd > 1) {
+    out += '.';
+    out.append(digits, 1, std::string::npos);
+  }
+  char ebuf[16];
+  snprintf(ebuf, sizeof ebuf, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+  out += ebuf;
+}
+
+namespace {
+void append_u_escape(std::string& out, uint32_t unit) {
+  char buf[8];
+  snprintf(buf, sizeof buf, "\\u%04x", unit);
+  out += buf;
+}
+
+// Decodes one UTF-8 sequence at s[i]; returns its length, or 0 if invalid.
+size_t decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  unsigned char c = b(0);
+  size_t len;
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  } else if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((b(k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(k) & 0x3F);
+  }
+  return len;
+}
+}  // namespace
+
+void append_py_string(std::string& out, std::string_view s) {
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      // Copy a run of plain ASCII at once.
+      size_t j = i + 1;
+      while (j < s.size()) {
+        unsigned char d = static_cast<unsigned char>(s[j]);
+        if (d < 0x20 || d >= 0x7f || d == '"' || d == '\\') break;
+        ++j;
+      }
+      out.append(s.data() + i, j - i);
+      i = j;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
+      default:
+        break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      append_u_escape(out, c);
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    size_t len = decode_utf8(s, i, cp);
+    if (len == 0) {
+      append_u_escape(out, c);
+      ++i;
+      continue;
+    }
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      append_u_escape(out, 0xD800 + (cp >> 10));
+      append_u_escape(out, 0xDC00 + (cp & 0x3FF));
+    } else {
+      append_u_escape(out, cp);
+    }
+    i += len;
+  }
+  out += '"';
+}
+
+void PyJsonWriter::newline_indent() {
+  out_ += '\n';
+  out_.append(static_cast<size_t>(depth_ * indent_), ' ');
+}
+
+void PyJsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!counts_.empty()) {
+    if (counts_.back()++ > 0) out_ += ',';
+    newline_indent();
+  }
+}
+
+void PyJsonWriter::key(std::string_view k) {
+  if (counts_.back()++ > 0) out_ += ',';
+  newline_indent();
+  append_py_string(out_, k);
+  out_ += ": ";
+  after_key_ = true;
+}
+
+void PyJsonWriter::open(char c) {
+  before_value();
+  out_ += c;
+  counts_.push_back(0);
+  ++depth_;
+}
+
+void PyJsonWriter::close(char c) {
+  --depth_;
+  if (counts_.back() > 0) newline_indent();
+  counts_.pop_back();
+  out_ += c;
+}
+
+void PyJsonWriter::null_value() {
+  before_value();
+  out_ += "null";
+}
+
+void PyJsonWriter::bool_value(bool b) {
+  before_value();
+  out_ += b ? "true" : "false";
+}
+
+void PyJsonWriter::int_value(int64_t v) {
+  before_value();
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void PyJsonWriter::float_value(double v) {
+  before_value();
+  append_py_float(out_, v);
+}
+
+void PyJsonWriter::string_value(std::string_view s) {
+  before_value();
+  append_py_string(out_, s);
+}
+
+void PyJsonWriter::raw_value(std::string_view text) {
+  before_value();
+  out_ += text;
+}
+
+}  // namespace numprobe::format

@@ -1,0 +1,55 @@
+// Emits JSON byte-for-byte as Python's json.dump(obj, f, indent=N) does (msprobe writes dump.json,
+// stack.json and construct.json that way): "key": value, items on their own lines, empty
+// containers as [] / {}, ensure_ascii escaping, floats as repr() (NaN / Infinity / -Infinity
+// unquoted), ints as ints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace numprobe::format {
+
+// repr(float) as CPython prints it: shortest round-trip digits, exponent form outside
+// 1e-4 <= |v| < 1e16, always a '.0' or exponent so it reads back as a float.
+void append_py_float(std::string& out, double v);
+// A JSON string literal with Python's ensure_ascii escaping (input is UTF-8; invalid bytes are
+// escaped as \u00XX so output is always valid JSON).
+void append_py_string(std::string& out, std::string_view s);
+
+class PyJsonWriter {
+ public:
+  // depth: the nesting depth of the first value written (for writing a fragment in place).
+  explicit PyJsonWriter(std::string& out, int indent = 1, int depth = 0)
+      : out_(out), indent_(indent), depth_(depth) {}
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+  void key(std::string_view k);
+
+  void null_value();
+  void bool_value(bool b);
+  void int_value(int64_t v);
+  void float_value(double v);
+  void string_value(std::string_view s);
+  // Pre-rendered value text (already formatted for the current depth).
+  void raw_value(std::string_view text);
+
+ private:
+  void before_value();
+  void open(char c);
+  void close(char c);
+  void newline_indent();
+
+  std::string& out_;
+  int indent_;
+  int depth_;
+  // Per open container: number of items written so far.
+  std::vector<uint32_t> counts_;
+  bool after_key_ = false;
+};
+
+}  // namespace numprobe::format

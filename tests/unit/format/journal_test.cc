@@ -1,0 +1,187 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "format/dump_render.h"
+#include "numprobe/dump.h"
+#include "numprobe/dump_tree.h"
+#include "numprobe/dump_writer.h"
+#include "numprobe/error.h"
+#include "numprobe/stack_construct.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using namespace numprobe;
+using numprobe::testing::msprobe_fixture;
+using numprobe::testing::read_file;
+using numprobe::testing::scratch_dir;
+using numprobe::testing::write_file;
+
+namespace {
+
+const std::string kQuick =
+    "quick_start_resnet50_gpu_mix_statistics/step0/proc2016/";
+
+// Replays a fixture rank dir through DumpWriter: entries, then stacks and construct edges in the
+// order they appear in the files.
+void replay(const std::string& src_dir, DumpWriter& w, size_t max_entries = SIZE_MAX) {
+  DumpFile d = read_dump_json(src_dir + "dump.json");
+  StackTable st = read_stack_json(src_dir + "stack.json");
+  ConstructTable ct = read_construct_json(src_dir + "construct.json");
+  for (size_t i = 0; i < d.entries.size() && i < max_entries; ++i) w.add_entry(d, i);
+  for (size_t g = 0; g < st.group_frames.size(); ++g) {
+    std::vector<std::string> frames;
+    for (uint32_t f : st.group_frames[g]) frames.emplace_back(st.strings.get(f));
+    for (uint32_t n : st.group_names[g]) w.add_stack(st.strings.get(n), frames);
+  }
+  for (const ConstructEdge& e : ct.edges) {
+    std::optional<std::string_view> parent;
+    if (e.parent != kNoString) parent = ct.strings.get(e.parent);
+    w.add_construct(ct.strings.get(e.node), parent);
+  }
+}
+
+TEST(DumpWriter, FinishReproducesMsprobeFilesExactly) {
+  std::string src = msprobe_fixture(kQuick);
+  std::string out = scratch_dir("writer_exact");
+  {
+    DumpFile header = read_dump_json(src + "dump.json");
+    DumpWriter w(out, header);
+    replay(src, w);
+    EXPECT_TRUE(fs::exists(out + "/dump.journal"));
+    w.finish();
+  }
+  EXPECT_FALSE(fs::exists(out + "/dump.journal"));
+  for (const char* f : {"dump.json", "stack.json", "construct.json"}) {
+    EXPECT_EQ(read_file(out + "/" + f), read_file(src + f)) << f;
+  }
+}
+
+TEST(DumpWriter, HeaderFromFieldsMatchesMsprobeLayout) {
+  std::string out = scratch_dir("writer_header");
+  DumpHeader h;
+  h.task = "tensor";
+  h.level = "L1";
+  h.dump_data_dir = "/x/dump_tensor_data";
+  DumpWriter w(out, h);
+  w.finish();
+  EXPECT_EQ(read_file(out + "/dump.json"),
+            "{\n \"task\": \"tensor\",\n \"level\": \"L1\",\n \"framework\": \"pytorch\",\n"
+            " \"dump_data_dir\": \"/x/dump_tensor_data\",\n \"data\": {}\n}");
+  EXPECT_EQ(read_file(out + "/stack.json"), "{}");
+  EXPECT_EQ(read_file(out + "/construct.json"), "{}");
+}
+
+TEST(DumpWriter, RefusesToOverwriteAJournal) {
+  std::string out = scratch_dir("writer_refuse");
+  DumpWriter first(out, DumpHeader{});
+  try {
+    DumpWriter second(out, DumpHeader{});
+    FAIL() << "second writer accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("numprobe recover"), std::string::npos);
+  }
+}
+
+TEST(DumpWriter, CrashThenRecoverLosesNothing) {
+  std::string src = msprobe_fixture(kQuick);
+  std::string out = scratch_dir("writer_crash");
+  {
+    DumpFile header = read_dump_json(src + "dump.json");
+    DumpWriter w(out, header);
+    replay(src, w);
+    // No finish(): the destructor closes the journal like a killed process would.
+  }
+  EXPECT_FALSE(fs::exists(out + "/dump.json"));
+  // Readers assemble in memory.
+  auto ranks = find_rank_dumps(out);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_TRUE(ranks[0].has_journal);
+  RankDump rd = load_rank_dump(ranks[0]);
+  EXPECT_TRUE(rd.recovered_from_journal);
+  EXPECT_EQ(rd.dump.entries.size(), 760u);
+  // recover writes the files, identical to msprobe's.
+  RecoverReport r = recover_rank_dir(out);
+  EXPECT_TRUE(r.had_journal);
+  EXPECT_EQ(r.entries, 760u);
+  EXPECT_EQ(r.bytes_dropped, 0u);
+  for (const char* f : {"dump.json", "stack.json", "construct.json"}) {
+    EXPECT_EQ(read_file(out + "/" + f), read_file(src + f)) << f;
+  }
+  EXPECT_FALSE(fs::exists(out + "/dump.journal"));
+  EXPECT_FALSE(recover_rank_dir(out).had_journal);
+}
+
+TEST(DumpWriter, JournalCutAtRandomBytesRecoversAPrefix) {
+  std::string src = msprobe_fixture(kQuick);
+  std::string base = scratch_dir("writer_cut_base");
+  {
+    DumpFile header = read_dump_json(src + "dump.json");
+    DumpWriter w(base, header);
+    replay(src, w, 200);
+  }
+  std::string journal = read_file(base + "/dump.journal");
+  DumpFile full = read_dump_json(src + "dump.json");
+  std::mt19937_64 rng(42);
+  std::vector<size_t> cuts{0, 8, 9, 20, journal.size() - 1};
+  for (int i = 0; i < 25; ++i) cuts.push_back(rng() % journal.size());
+  size_t last_entries = 0;
+  for (size_t cut : cuts) {
+    std::string dir = scratch_dir("writer_cut");
+    write_file(dir + "/dump.journal", journal.substr(0, cut));
+    if (cut < 8) {
+      EXPECT_THROW(recover_rank_dir(dir), InputError) << cut;
+      continue;
+    }
+    RecoverReport r = recover_rank_dir(dir);
+    EXPECT_EQ(r.bytes_dropped + (cut - r.bytes_dropped), cut);
+    DumpFile d = read_dump_json(dir + "/dump.json");
+    ASSERT_LE(d.entries.size(), 200u);
+    // Every recovered entry is complete and equal to the original.
+    for (size_t e = 0; e < d.entries.size(); ++e) {
+      ASSERT_EQ(d.entry_name(e), full.entry_name(e));
+      ASSERT_EQ(format::render_entry_body(d, e), format::render_entry_body(full, e));
+    }
+    EXPECT_NO_THROW(read_stack_json(dir + "/stack.json"));
+    EXPECT_NO_THROW(read_construct_json(dir + "/construct.json"));
+    if (cut == journal.size() - 1) last_entries = d.entries.size();
+  }
+  EXPECT_EQ(last_entries, 200u);  // only the last stack/construct record was torn
+}
+
+TEST(DumpWriter, CorruptedRecordStopsRecoveryThere) {
+  std::string src = msprobe_fixture(kQuick);
+  std::string base = scratch_dir("writer_flip_base");
+  {
+    DumpFile header = read_dump_json(src + "dump.json");
+    DumpWriter w(base, header);
+    replay(src, w, 50);
+  }
+  std::string journal = read_file(base + "/dump.journal");
+  // Damage a byte inside the 26th entry record.
+  DumpFile d0 = read_dump_json(src + "dump.json");
+  size_t at = journal.find(std::string(d0.entry_name(25)));
+  ASSERT_NE(at, std::string::npos);
+  journal[at + 40] ^= 0x40;
+  std::string dir = scratch_dir("writer_flip");
+  write_file(dir + "/dump.journal", journal);
+  RecoverReport r = recover_rank_dir(dir);
+  EXPECT_GT(r.bytes_dropped, 0u);
+  EXPECT_NE(r.detail.find("checksum"), std::string::npos) << r.detail;
+  DumpFile d = read_dump_json(dir + "/dump.json");
+  EXPECT_EQ(d.entries.size(), 25u);
+}
+
+TEST(DumpWriter, NotAJournal) {
+  std::string dir = scratch_dir("writer_notjournal");
+  write_file(dir + "/dump.journal", "{\"task\": 1}");
+  try {
+    recover_rank_dir(dir);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a numprobe journal"), std::string::npos);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,87 @@
+#include "format/py_json_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using numprobe::format::append_py_float;
+using numprobe::format::append_py_string;
+using numprobe::format::PyJsonWriter;
+
+namespace {
+
+// Expected strings were produced by CPython 3.11 json.dumps(value).
+struct Case {
+  double v;
+  const char* text;
+};
+const Case kCases[] = {
+    {0.0, "0.0"},
+    {-0.0, "-0.0"},
+    {1.0, "1.0"},
+    {-1.5, "-1.5"},
+    {0.1, "0.1"},
+    {0.0001, "0.0001"},
+    {9.999e-05, "9.999e-05"},
+    {1e-05, "1e-05"},
+    {1.5e-05, "1.5e-05"},
+    {123456789012345.0, "123456789012345.0"},
+    {1000000000000000.0, "1000000000000000.0"},
+    {1e+16, "1e+16"},
+    {1.2345678901234568e+16, "1.2345678901234568e+16"},
+    {9007199254740992.0, "9007199254740992.0"},
+    {1e+100, "1e+100"},
+    {-2.5e-300, "-2.5e-300"},
+    {5e-324, "5e-324"},
+    {1.7976931348623157e+308, "1.7976931348623157e+308"},
+    {0.4993983507156372, "0.4993983507156372"},
+    {7.441285561071709e-05, "7.441285561071709e-05"},
+    {954.3693237304688, "954.3693237304688"},
+    {3e+22, "3e+22"},
+    {12345.678, "12345.678"},
+};
+
+TEST(PyJsonWriter, FloatsMatchPythonRepr) {
+  for (const Case& c : kCases) {
+    std::string s;
+    append_py_float(s, c.v);
+    EXPECT_EQ(s, c.text) << c.v;
+  }
+  std::string s;
+  append_py_float(s, std::numeric_limits<double>::quiet_NaN());
+  s += ' ';
+  append_py_float(s, INFINITY);
+  s += ' ';
+  append_py_float(s, -INFINITY);
+  EXPECT_EQ(s, "NaN Infinity -Infinity");
+}
+
+TEST(PyJsonWriter, StringsUseEnsureAsciiEscapes) {
+  std::string s;
+  append_py_string(s, "a\"b\\c\n\t\x01\x7f \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80");
+  EXPECT_EQ(s, R"("a\"b\\c\n\t\u0001\u007f \u00e9 \u4e2d \ud83d\ude00")");
+  s.clear();
+  append_py_string(s, "bad \xff byte");
+  EXPECT_EQ(s, R"("bad \u00ff byte")");
+}
+
+TEST(PyJsonWriter, IndentOneLayout) {
+  std::string out;
+  PyJsonWriter w(out, 1);
+  w.begin_object();
+  w.key("a");
+  w.begin_array();
+  w.int_value(1);
+  w.begin_object();
+  w.end_object();
+  w.begin_array();
+  w.end_array();
+  w.end_array();
+  w.key("b");
+  w.null_value();
+  w.end_object();
+  EXPECT_EQ(out, "{\n \"a\": [\n  1,\n  {},\n  []\n ],\n \"b\": null\n}");
+}
+
+}  // namespace
