@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache clang libclang-rt-14-dev clang-format
-  zlib1g-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev
+  zlib1g-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pytest
   libopenblas0-pthread

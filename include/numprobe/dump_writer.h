@@ -92,6 +92,8 @@ struct AssembledDump {
 // Reads a journal and builds the three files' contents in memory (what readers do when they find
 // a journal and no dump.json). Throws InputError if the file is not a numprobe journal.
 AssembledDump assemble_journal(const std::string& journal_path);
+// Same over journal bytes in memory; `name` is used in messages.
+AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::string& name);
 
 // Writes dump.json/stack.json/construct.json from rank_dir/dump.journal and removes the journal.
 // If dump.json already exists (the writer died after assembling), only the journal is removed.

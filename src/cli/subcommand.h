@@ -30,5 +30,6 @@ class Subcommand {
 std::unique_ptr<Subcommand> make_info_command();
 std::unique_ptr<Subcommand> make_stats_command();
 std::unique_ptr<Subcommand> make_recover_command();
+std::unique_ptr<Subcommand> make_rewrite_command();
 
 }  // namespace numprobe::cli

@@ -15,9 +15,52 @@ namespace {
 using format::JsonCursor;
 using format::JsonType;
 
+// Keys and dtype/type strings repeat thousands of times; a small direct-mapped cache in front of
+// the string pool turns most interning into one compare instead of a hash-table probe.
+class InternCache {
+ public:
+  explicit InternCache(StringPool& pool) : pool_(pool) {}
+  uint32_t intern(std::string_view s) {
+    if (s.size() > 40) return pool_.intern(s);
+    size_t h = s.size();
+    if (!s.empty()) h = h * 131 + static_cast<unsigned char>(s[0]) * 31 +
+                        static_cast<unsigned char>(s[s.size() - 1]) * 7 +
+                        static_cast<unsigned char>(s[s.size() / 2]);
+    Slot& slot = slots_[h & (kSlots - 1)];
+    if (slot.id != kNoString && slot.text.size() == s.size() &&
+        memcmp(slot.text.data(), s.data(), s.size()) == 0) {
+      return slot.id;
+    }
+    slot.id = pool_.intern(s);
+    slot.text = pool_.get(slot.id);
+    return slot.id;
+  }
+
+ private:
+  static constexpr size_t kSlots = 256;
+  struct Slot {
+    std::string_view text;
+    uint32_t id = kNoString;
+  };
+  StringPool& pool_;
+  Slot slots_[kSlots];
+};
+
 class DumpParser {
  public:
-  DumpParser(DumpFile& out, JsonCursor& cur) : d_(out), cur_(cur) {}
+  DumpParser(DumpFile& out, JsonCursor& cur) : d_(out), cur_(cur), cache_(out.strings) {
+    k_type_ = key_id("type");
+    k_value_ = key_id("value");
+    k_dtype_ = key_id("dtype");
+    k_shape_ = key_id("shape");
+    k_max_ = key_id("Max");
+    k_min_ = key_id("Min");
+    k_mean_ = key_id("Mean");
+    k_norm_ = key_id("Norm");
+    k_rg_ = key_id("requires_grad");
+    k_md5_ = key_id("md5");
+    k_data_ = key_id("data_name");
+  }
 
   // release(offset) is called between entries so callers can drop consumed input.
   template <typename Release>
@@ -127,7 +170,7 @@ class DumpParser {
       }
       case JsonType::kString:
         n.kind = NodeKind::kString;
-        n.str = d_.strings.intern(cur_.read_string());
+        n.str = cache_.intern(cur_.read_string());
         v.push_back(n);
         return;
       case JsonType::kArray: {
@@ -155,7 +198,7 @@ class DumpParser {
         std::string_view k;
         uint32_t count = 0;
         while (cur_.next_key(k)) {
-          uint32_t kid = d_.strings.intern(k);
+          uint32_t kid = cache_.intern(k);
           parse_value(v, kid, collapse_tensors);
           ++count;
         }
@@ -203,7 +246,7 @@ class DumpParser {
     }
     const Node& t = v[at + 1];
     const Node& val = v[at + 2];
-    if (t.key != key_id("type") || t.kind != NodeKind::kString || val.key != key_id("value")) return;
+    if (t.key != k_type_ || t.kind != NodeKind::kString || val.key != k_value_) return;
     if (val.kind == NodeKind::kList || val.kind == NodeKind::kDict ||
         val.kind == NodeKind::kTensor || val.kind == NodeKind::kTypedValue) {
       return;
@@ -220,11 +263,10 @@ class DumpParser {
 
   // A dict with a string "dtype" and a list "shape" is a tensor leaf.
   void maybe_collapse_tensor(std::vector<Node>& v, size_t at, size_t obj_start) {
-    const uint32_t k_dtype = key_id("dtype"), k_shape = key_id("shape");
     uint32_t dtype_node = kNoNode, shape_node = kNoNode;
     for (uint32_t c : children(v, static_cast<uint32_t>(at))) {
-      if (v[c].key == k_dtype) dtype_node = c;
-      if (v[c].key == k_shape) shape_node = c;
+      if (v[c].key == k_dtype_) dtype_node = c;
+      if (v[c].key == k_shape_) shape_node = c;
     }
     if (dtype_node == kNoNode || shape_node == kNoNode) return;
     if (v[dtype_node].kind != NodeKind::kString) return;
@@ -239,15 +281,11 @@ class DumpParser {
     if (v[at].count > sizeof(TensorLeaf::order)) return;
 
     TensorLeaf t;
-    const uint32_t k_type = key_id("type"), k_max = key_id("Max"), k_min = key_id("Min"),
-                   k_mean = key_id("Mean"), k_norm = key_id("Norm"),
-                   k_rg = key_id("requires_grad"), k_md5 = key_id("md5"),
-                   k_data = key_id("data_name");
     std::vector<uint32_t> extras;
     for (uint32_t c : children(v, static_cast<uint32_t>(at))) {
       const Node& n = v[c];
       uint8_t field = 0xFF;
-      if (n.key == k_type && n.kind == NodeKind::kString) {
+      if (n.key == k_type_ && n.kind == NodeKind::kString) {
         t.type = n.str;
         field = kFieldType;
       } else if (c == dtype_node) {
@@ -259,21 +297,21 @@ class DumpParser {
         t.ndim = n.count;
         for (uint32_t s : children(v, c)) d_.shapes.push_back(v[s].i);
         field = kFieldShape;
-      } else if (n.key == k_max && stat_from(n, t.max)) {
+      } else if (n.key == k_max_ && stat_from(n, t.max)) {
         field = kFieldMax;
-      } else if (n.key == k_min && stat_from(n, t.min)) {
+      } else if (n.key == k_min_ && stat_from(n, t.min)) {
         field = kFieldMin;
-      } else if (n.key == k_mean && stat_from(n, t.mean)) {
+      } else if (n.key == k_mean_ && stat_from(n, t.mean)) {
         field = kFieldMean;
-      } else if (n.key == k_norm && stat_from(n, t.norm)) {
+      } else if (n.key == k_norm_ && stat_from(n, t.norm)) {
         field = kFieldNorm;
-      } else if (n.key == k_rg && n.kind == NodeKind::kBool) {
+      } else if (n.key == k_rg_ && n.kind == NodeKind::kBool) {
         t.requires_grad = n.b ? 1 : 0;
         field = kFieldRequiresGrad;
-      } else if (n.key == k_md5 && n.kind == NodeKind::kString) {
+      } else if (n.key == k_md5_ && n.kind == NodeKind::kString) {
         t.md5 = n.str;
         field = kFieldMd5;
-      } else if (n.key == k_data && n.kind == NodeKind::kString) {
+      } else if (n.key == k_data_ && n.kind == NodeKind::kString) {
         t.data_name = n.str;
         field = kFieldDataName;
       } else {
@@ -303,6 +341,9 @@ class DumpParser {
 
   DumpFile& d_;
   JsonCursor& cur_;
+  InternCache cache_;
+  uint32_t k_type_, k_value_, k_dtype_, k_shape_, k_max_, k_min_, k_mean_, k_norm_, k_rg_, k_md5_,
+      k_data_;
 };
 
 }  // namespace

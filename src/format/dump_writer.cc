@@ -137,102 +137,125 @@ void DumpWriter::finish() {
   }
 }
 
-AssembledDump assemble_journal(const std::string& path) {
-  format::MappedFile file(path);
-  format::JournalScan scan = format::scan_journal(file.data(), file.size(), path);
-  AssembledDump out;
-  RecoverReport& rep = out.report;
-  rep.had_journal = true;
-  rep.records = scan.records.size();
-  rep.bytes_total = file.size();
-  rep.bytes_dropped = file.size() - scan.valid_bytes;
-  rep.detail = scan.stop_reason;
+namespace {
 
-  const format::JournalRecord* header = nullptr;
-  std::unordered_set<std::string_view> seen_entries;
+// Text output that spills to a file every few MB, or stays in memory when there is no file.
+struct Sink {
+  std::string buf;
+  format::AtomicFileWriter* file = nullptr;
+  void spill(bool force = false) {
+    if (file != nullptr && (force || buf.size() >= (size_t{4} << 20))) {
+      file->write(buf);
+      buf.clear();
+    }
+  }
+};
+
+// Two passes over the journal: side records (header, stacks, construct edges) first, then the
+// entries streamed into dump.json in journal order. Memory: the stack table, the set of names
+// seen, and a few MB of output buffer.
+RecoverReport assemble(const char* data, size_t size, const std::string& name, Sink& dump,
+                       Sink& stack, Sink& construct) {
+  format::JournalReader reader(data, size, name);
+  RecoverReport rep;
+  rep.had_journal = true;
+  rep.bytes_total = size;
+
+  std::vector<std::string> header;
+  bool have_header = false;
   std::unordered_map<std::string, uint32_t> stack_groups;
   StackTable stacks;
-  std::string construct_text;
-  format::PyJsonWriter cw(construct_text, 1, 0);
-  cw.begin_object();
   std::unordered_set<std::string_view> seen_construct;
-
-  for (const auto& r : scan.records) {
-    switch (r.type) {
-      case format::kRecHeader:
-        if (header == nullptr) header = &r;
-        break;
-      case format::kRecStack: {
-        if (r.fields.empty()) break;
-        std::string key;
-        for (size_t i = 1; i < r.fields.size(); ++i) {
-          key.append(r.fields[i]);
-          key += '\0';
-        }
-        auto [it, fresh] = stack_groups.emplace(std::move(key), stacks.group_frames.size());
-        if (fresh) {
-          stacks.group_names.emplace_back();
-          stacks.group_frames.emplace_back();
-          for (size_t i = 1; i < r.fields.size(); ++i) {
-            stacks.group_frames.back().push_back(stacks.strings.intern(r.fields[i]));
-          }
-        }
-        uint32_t name = stacks.strings.intern(r.fields[0]);
-        if (stacks.group_of.emplace(name, it->second).second) {
-          stacks.group_names[it->second].push_back(name);
-          ++rep.stacks;
-        }
-        break;
+  format::PyJsonWriter cw(construct.buf, 1, 0);
+  cw.begin_object();
+  format::JournalRecord r;
+  while (reader.next(r)) {
+    ++rep.records;
+    if (r.type == format::kRecHeader && !have_header) {
+      have_header = true;
+      header.assign(r.fields.begin(), r.fields.end());
+    } else if (r.type == format::kRecStack && !r.fields.empty()) {
+      std::string key;
+      for (size_t i = 1; i < r.fields.size(); ++i) {
+        key.append(r.fields[i]);
+        key += '\0';
       }
-      case format::kRecConstruct:
-        if (r.fields.size() == 2 && seen_construct.insert(r.fields[0]).second) {
-          cw.key(r.fields[0]);
-          cw.raw_value(r.fields[1]);
-          ++rep.constructs;
+      auto [it, fresh] = stack_groups.emplace(std::move(key), stacks.group_frames.size());
+      if (fresh) {
+        stacks.group_names.emplace_back();
+        stacks.group_frames.emplace_back();
+        for (size_t i = 1; i < r.fields.size(); ++i) {
+          stacks.group_frames.back().push_back(stacks.strings.intern(r.fields[i]));
         }
-        break;
-      default:
-        break;
+      }
+      uint32_t name_id = stacks.strings.intern(r.fields[0]);
+      if (stacks.group_of.emplace(name_id, it->second).second) {
+        stacks.group_names[it->second].push_back(name_id);
+        ++rep.stacks;
+      }
+    } else if (r.type == format::kRecConstruct && r.fields.size() == 2 &&
+               seen_construct.insert(r.fields[0]).second) {
+      cw.key(r.fields[0]);
+      cw.raw_value(r.fields[1]);
+      ++rep.constructs;
+      construct.spill();
     }
   }
   cw.end_object();
-  out.construct_json = std::move(construct_text);
-  out.stack_json = render_stack_json(stacks);
+  rep.bytes_dropped = size - reader.valid_bytes();
+  rep.detail = reader.stop_reason();
+  stack.buf = render_stack_json(stacks);
 
-  // dump.json: header members in order with the entries at the "data" slot.
-  std::string& dj = out.dump_json;
-  dj.reserve(file.size());
-  format::PyJsonWriter w(dj, 1, 0);
+  format::PyJsonWriter w(dump.buf, 1, 0);
   w.begin_object();
   auto write_data = [&] {
     w.key("data");
     w.begin_object();
-    for (const auto& r : scan.records) {
+    std::unordered_set<std::string_view> seen;
+    reader.rewind();
+    while (reader.next(r)) {
       if (r.type != format::kRecEntry || r.fields.size() != 2) continue;
-      if (!seen_entries.insert(r.fields[0]).second) continue;
+      if (!seen.insert(r.fields[0]).second) continue;
       w.key(r.fields[0]);
       w.raw_value(r.fields[1]);
       ++rep.entries;
+      dump.spill();
     }
     w.end_object();
   };
   bool data_written = false;
-  if (header != nullptr) {
-    for (size_t i = 0; i + 1 < header->fields.size(); i += 2) {
-      if (header->fields[i] == "data" && header->fields[i + 1].empty()) {
-        write_data();
-        data_written = true;
-      } else {
-        w.key(header->fields[i]);
-        w.raw_value(header->fields[i + 1]);
-      }
+  for (size_t i = 0; i + 1 < header.size(); i += 2) {
+    if (header[i] == "data" && header[i + 1].empty()) {
+      write_data();
+      data_written = true;
+    } else {
+      w.key(header[i]);
+      w.raw_value(header[i + 1]);
     }
-  } else {
+  }
+  if (!have_header) {
     if (!rep.detail.empty()) rep.detail += "; ";
     rep.detail += "no header record (task/level/framework unknown)";
   }
   if (!data_written) write_data();
   w.end_object();
+  return rep;
+}
+
+}  // namespace
+
+AssembledDump assemble_journal(const std::string& path) {
+  format::MappedFile file(path);
+  return assemble_journal_bytes(file.data(), file.size(), path);
+}
+
+AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::string& name) {
+  Sink dump, stack, construct;
+  AssembledDump out;
+  out.report = assemble(data, size, name, dump, stack, construct);
+  out.dump_json = std::move(dump.buf);
+  out.stack_json = std::move(stack.buf);
+  out.construct_json = std::move(construct.buf);
   return out;
 }
 
@@ -247,13 +270,22 @@ RecoverReport recover_rank_dir(const std::string& rank_dir) {
     ::unlink(jpath.c_str());
     return rep;
   }
-  AssembledDump a = assemble_journal(jpath);
+  format::MappedFile file(jpath);
+  format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
+  format::AtomicFileWriter stack_file(rank_dir + "/stack.json");
+  format::AtomicFileWriter construct_file(rank_dir + "/construct.json");
+  Sink dump, stack, construct;
+  dump.file = &dump_file;
+  stack.file = &stack_file;
+  construct.file = &construct_file;
+  rep = assemble(file.data(), file.size(), jpath, dump, stack, construct);
+  for (Sink* sink : {&dump, &stack, &construct}) sink->spill(true);
   // dump.json last: its presence marks the set as complete.
-  format::write_file_atomic(rank_dir + "/stack.json", a.stack_json);
-  format::write_file_atomic(rank_dir + "/construct.json", a.construct_json);
-  format::write_file_atomic(rank_dir + "/dump.json", a.dump_json);
+  stack_file.commit();
+  construct_file.commit();
+  dump_file.commit();
   ::unlink(jpath.c_str());
-  return a.report;
+  return rep;
 }
 
 }  // namespace numprobe

@@ -12,32 +12,49 @@
 
 namespace numprobe::format {
 
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(tmp + ": cannot create: " + strerror(errno));
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(tmp_ + ": cannot create: " + strerror(errno));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
   size_t off = 0;
   while (off < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(tmp + ": write failed: " + strerror(e));
+      throw Error(tmp_ + ": write failed: " + strerror(errno));
     }
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(tmp + ": flush failed: " + strerror(e));
+}
+
+void AtomicFileWriter::commit() {
+  if (::fsync(fd_) != 0) throw Error(tmp_ + ": flush failed: " + strerror(errno));
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    throw Error(tmp_ + ": close failed: " + strerror(errno));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(path + ": cannot rename into place: " + strerror(e));
+    ::unlink(tmp_.c_str());
+    throw Error(path_ + ": cannot rename into place: " + strerror(e));
   }
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicFileWriter w(path);
+  w.write(bytes);
+  w.commit();
 }
 
 bool file_exists(const std::string& path) {

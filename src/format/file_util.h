@@ -10,4 +10,20 @@ namespace numprobe::format {
 void write_file_atomic(const std::string& path, std::string_view bytes);
 bool file_exists(const std::string& path);
 
+// Streams a file into place: bytes go to path.tmp; commit() fsyncs and renames. Destroyed without
+// commit(), the temporary is removed and `path` is untouched.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(std::string_view bytes);
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 }  // namespace numprobe::format

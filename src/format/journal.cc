@@ -45,64 +45,58 @@ void encode_record(std::string& out, char type, const std::vector<std::string_vi
   memcpy(&out[start + 4], b, 4);
 }
 
-JournalScan scan_journal(const char* data, size_t size, const std::string& name) {
+JournalReader::JournalReader(const char* data, size_t size, const std::string& name)
+    : data_(data), size_(size) {
   if (size < sizeof kJournalMagic || memcmp(data, kJournalMagic, sizeof kJournalMagic) != 0) {
     throw InputError(name, "not a numprobe journal (bad magic)", 0);
   }
-  JournalScan s;
-  size_t pos = sizeof kJournalMagic;
-  s.valid_bytes = pos;
-  while (pos < size) {
-    auto stop = [&](const std::string& why) {
-      s.stop_reason = why + " at byte " + std::to_string(pos);
-    };
-    if (size - pos < 9) {
-      stop("truncated record header");
-      break;
-    }
-    uint32_t len = get_u32(data + pos), crc = get_u32(data + pos + 4);
-    char type = data[pos + 8];
-    if (len < 4 || len > kJournalMaxRecord || len > size - pos - 9) {
-      stop("truncated or corrupt record (length " + std::to_string(len) + ")");
-      break;
-    }
-    if (crc32(data + pos + 8, 1 + static_cast<size_t>(len)) != crc) {
-      stop("record checksum mismatch");
-      break;
-    }
-    if (!known_type(type)) {
-      stop("unknown record type");
-      break;
-    }
-    const char* p = data + pos + 9;
-    const char* end = p + len;
-    uint32_t n = get_u32(p);
-    p += 4;
-    JournalRecord r;
-    r.type = type;
-    bool ok = n <= len / 4;
-    for (uint32_t i = 0; ok && i < n; ++i) {
-      if (end - p < 4) {
-        ok = false;
-        break;
-      }
-      uint32_t fl = get_u32(p);
-      p += 4;
-      if (static_cast<size_t>(end - p) < fl) {
-        ok = false;
-        break;
-      }
-      r.fields.emplace_back(p, fl);
-      p += fl;
-    }
-    if (!ok || p != end) {
-      stop("malformed record fields");
-      break;
-    }
-    s.records.push_back(std::move(r));
-    pos += 9 + static_cast<size_t>(len);
-    s.valid_bytes = pos;
+  pos_ = valid_ = sizeof kJournalMagic;
+}
+
+bool JournalReader::next(JournalRecord& r) {
+  if (pos_ >= size_ || !stop_reason_.empty()) return false;
+  auto stop = [&](const std::string& why) {
+    stop_reason_ = why + " at byte " + std::to_string(pos_);
+    return false;
+  };
+  if (size_ - pos_ < 9) return stop("truncated record header");
+  uint32_t len = get_u32(data_ + pos_), crc = get_u32(data_ + pos_ + 4);
+  char type = data_[pos_ + 8];
+  if (len < 4 || len > kJournalMaxRecord || len > size_ - pos_ - 9) {
+    return stop("truncated or corrupt record (length " + std::to_string(len) + ")");
   }
+  if (crc32(data_ + pos_ + 8, 1 + static_cast<size_t>(len)) != crc) {
+    return stop("record checksum mismatch");
+  }
+  if (!known_type(type)) return stop("unknown record type");
+  const char* p = data_ + pos_ + 9;
+  const char* end = p + len;
+  uint32_t n = get_u32(p);
+  p += 4;
+  r.type = type;
+  r.fields.clear();
+  if (n > len / 4) return stop("malformed record fields");
+  for (uint32_t i = 0; i < n; ++i) {
+    if (end - p < 4) return stop("malformed record fields");
+    uint32_t fl = get_u32(p);
+    p += 4;
+    if (static_cast<size_t>(end - p) < fl) return stop("malformed record fields");
+    r.fields.emplace_back(p, fl);
+    p += fl;
+  }
+  if (p != end) return stop("malformed record fields");
+  pos_ += 9 + static_cast<size_t>(len);
+  valid_ = pos_;
+  return true;
+}
+
+JournalScan scan_journal(const char* data, size_t size, const std::string& name) {
+  JournalReader reader(data, size, name);
+  JournalScan s;
+  JournalRecord r;
+  while (reader.next(r)) s.records.push_back(r);
+  s.valid_bytes = reader.valid_bytes();
+  s.stop_reason = reader.stop_reason();
   return s;
 }
 

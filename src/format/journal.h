@@ -30,6 +30,25 @@ struct JournalRecord {
   std::vector<std::string_view> fields;  // views into the journal bytes
 };
 
+// Streams records one at a time (bounded memory for journals of any size).
+class JournalReader {
+ public:
+  // Throws InputError if the magic is wrong.
+  JournalReader(const char* data, size_t size, const std::string& name);
+  // False at the end or at the first damaged record (see stop_reason()).
+  bool next(JournalRecord& r);
+  void rewind() { pos_ = valid_ = sizeof kJournalMagic; stop_reason_.clear(); }
+  size_t valid_bytes() const { return valid_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+  size_t pos_;
+  size_t valid_;
+  std::string stop_reason_;
+};
+
 struct JournalScan {
   std::vector<JournalRecord> records;
   size_t valid_bytes = 0;  // through the end of the last intact record

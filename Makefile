@@ -1,0 +1,67 @@
+# The two commands of the README: `make demo` and `make test`. Both install what they need first
+# (scripts/setup.sh, a no-op when everything is present).
+SHELL := /bin/bash
+PY ?= /usr/bin/python3
+FUZZ_RUNS ?= 20000
+BIN := build/bin/numprobe
+FX := ../shared/fixtures/msprobe
+
+.PHONY: all setup build demo test test-unit test-python test-asan test-fuzz check-format format bench install clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake --preset release > build.configure.log || { cat build.configure.log; exit 1; }
+	@cmake --build --preset release
+
+demo: build
+	@echo "== numprobe info: real ResNet-50 msprobe dump (2 steps) =="
+	$(BIN) info $(FX)/quick_start_resnet50_gpu_mix_statistics
+	@echo
+	@echo "== numprobe stats: tensors of an msprobe tensor dump =="
+	$(BIN) stats $(FX)/synthetic_edge_cases/tensor/npu/dump_tensor_data/Functional.{identical,nan_diff_pos,npu_overflow,int_tensor}.0.forward.output.0.npy
+	@echo
+	@echo "== crash safety: a dump whose writer died mid-step, recovered =="
+	@bash scripts/demo_recover.sh $(BIN)
+
+test: build
+	@$(MAKE) --no-print-directory test-unit test-python test-asan test-fuzz check-format
+	@echo "make test: all suites passed"
+
+test-unit:
+	ctest --test-dir build --output-on-failure -j2
+
+test-python:
+	@$(PY) -m pytest -q tests/python; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+
+# Torch-free tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: setup
+	@cmake --preset debug > build-debug.configure.log || { cat build-debug.configure.log; exit 1; }
+	@cmake --build --preset debug
+	ctest --test-dir build-debug --output-on-failure -j2
+
+test-fuzz: setup
+	@cmake --preset fuzz > build-fuzz.configure.log || { cat build-fuzz.configure.log; exit 1; }
+	@cmake --build --preset fuzz
+	bash scripts/run_fuzzers.sh build-fuzz $(FUZZ_RUNS)
+
+check-format:
+	@files=$$(git ls-files '*.cc' '*.h'); \
+	  clang-format --dry-run --Werror $$files && echo "clang-format: clean"
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+bench: build
+	build/bin/bench_stats
+	build/bin/bench_json
+
+install: build
+	cmake --install build
+
+clean:
+	rm -rf build build-debug build-fuzz *.configure.log

@@ -1,0 +1,116 @@
+// Writes synthetic msprobe statistics dumps of any size through numprobe's own DumpWriter, shaped
+// like a transformer's mix-level dump: Functional/Tensor/Torch API entries with tensor and scalar
+// arguments, Module entries with parameters, backward entries and parameter grads. Deterministic
+// for a given seed. Used by the JSON and compare benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "format/py_json_writer.h"
+#include "numprobe/dump_writer.h"
+
+namespace numprobe::bench {
+
+struct GeneratedDump {
+  size_t entries = 0;
+  size_t tensors = 0;
+};
+
+inline void gen_tensor(format::PyJsonWriter& w, std::mt19937_64& rng, int ndim) {
+  std::uniform_real_distribution<double> u(-3, 3);
+  w.begin_object();
+  w.key("type");
+  w.string_value("torch.Tensor");
+  w.key("dtype");
+  w.string_value(rng() % 4 == 0 ? "torch.bfloat16" : "torch.float32");
+  w.key("shape");
+  w.begin_array();
+  for (int i = 0; i < ndim; ++i) w.int_value(static_cast<int64_t>(1 + rng() % 4096));
+  w.end_array();
+  double a = u(rng), b = u(rng);
+  w.key("Max");
+  w.float_value(a > b ? a : b);
+  w.key("Min");
+  w.float_value(a > b ? b : a);
+  w.key("Mean");
+  w.float_value(u(rng) * 1e-3);
+  w.key("Norm");
+  w.float_value(std::abs(u(rng)) * 100);
+  w.key("requires_grad");
+  w.bool_value(rng() % 2 == 0);
+  w.end_object();
+}
+
+// Writes `entries` entries into rank_dir through a DumpWriter and finishes it.
+inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_t entries,
+                                              uint64_t seed = 1) {
+  static const char* kApis[] = {"Functional.linear", "Functional.gelu", "Tensor.__add__",
+                                "Functional.layer_norm", "Torch.matmul", "Functional.softmax",
+                                "Tensor.view", "Functional.dropout"};
+  std::mt19937_64 rng(seed);
+  DumpHeader h;
+  h.level = "mix";
+  DumpWriter writer(rank_dir, h);
+  GeneratedDump g;
+  std::string body;
+  std::vector<size_t> counters(8, 0);
+  while (g.entries < entries) {
+    body.clear();
+    format::PyJsonWriter w(body, 1, 2);
+    size_t api = rng() % 8;
+    size_t n = counters[api]++;
+    bool backward = rng() % 3 == 0;
+    std::string name = std::string(kApis[api]) + "." + std::to_string(n) +
+                       (backward ? ".backward" : ".forward");
+    w.begin_object();
+    if (backward) {
+      w.key("input");
+      w.begin_array();
+      gen_tensor(w, rng, 3);
+      w.end_array();
+      w.key("output");
+      w.begin_array();
+      gen_tensor(w, rng, 3);
+      gen_tensor(w, rng, 2);
+      w.end_array();
+      g.tensors += 3;
+    } else {
+      w.key("input_args");
+      w.begin_array();
+      gen_tensor(w, rng, 3);
+      gen_tensor(w, rng, 2);
+      w.begin_object();
+      w.key("type");
+      w.string_value("int");
+      w.key("value");
+      w.int_value(static_cast<int64_t>(rng() % 8));
+      w.end_object();
+      w.end_array();
+      w.key("input_kwargs");
+      w.begin_object();
+      w.key("alpha");
+      w.begin_object();
+      w.key("type");
+      w.string_value("float");
+      w.key("value");
+      w.float_value(0.5);
+      w.end_object();
+      w.end_object();
+      w.key("output");
+      w.begin_array();
+      gen_tensor(w, rng, 3);
+      w.end_array();
+      g.tensors += 3;
+    }
+    w.end_object();
+    writer.add_entry(name, body);
+    writer.add_stack(name, {"File train.py, line " + std::to_string(10 + api) + ", in step, \n y = op(x)"});
+    ++g.entries;
+  }
+  writer.finish();
+  return g;
+}
+
+}  // namespace numprobe::bench

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for a bounded number of runs, seeded from the msprobe fixtures
+# (read in place from ../shared) plus a scratch corpus. Usage: run_fuzzers.sh BUILD_DIR [RUNS]
+set -euo pipefail
+build=${1:-build-fuzz}
+runs=${2:-20000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+fx="$root/../shared/fixtures/msprobe"
+work="$build/fuzz-corpus"
+mkdir -p "$work"
+
+seeds_for() {
+  case "$1" in
+    dump_json_fuzz) echo "$fx/synthetic_edge_cases/statistics $fx/synthetic_edge_cases/md5 \
+      $fx/malformed_dump_json $fx/layer_mapping_min $fx/acc_check_input" ;;
+    stack_construct_fuzz) echo "$fx/cross_framework_ms_vs_pt $fx/layer_mapping_min" ;;
+    npy_fuzz) echo "$fx/synthetic_edge_cases/tensor/npu/dump_tensor_data $fx/acc_check_input/mindspore" ;;
+    *) echo "" ;;
+  esac
+}
+
+status=0
+for bin in "$build"/bin/*_fuzz; do
+  name=$(basename "$bin")
+  mkdir -p "$work/$name"
+  seeds=()
+  for d in $(seeds_for "$name"); do [ -d "$d" ] && seeds+=("$d"); done
+  echo "fuzz: $name -runs=$runs"
+  if ! "$bin" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=0 \
+      "$work/$name" "${seeds[@]}" > "$work/$name.log" 2>&1; then
+    echo "fuzz: $name FAILED"; tail -40 "$work/$name.log"; status=1
+  else
+    grep -E "^#[0-9]+.*DONE" "$work/$name.log" | tail -1 || true
+  fi
+done
+exit $status
