@@ -2,7 +2,7 @@
 # (scripts/setup.sh, a no-op when everything is present).
 SHELL := /bin/bash
 PY ?= /usr/bin/python3
-FUZZ_RUNS ?= 20000
+FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 

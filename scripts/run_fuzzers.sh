@@ -3,7 +3,7 @@
 # (read in place from ../shared) plus a scratch corpus. Usage: run_fuzzers.sh BUILD_DIR [RUNS]
 set -euo pipefail
 build=${1:-build-fuzz}
-runs=${2:-20000}
+runs=${2:-200000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 fx="$root/../shared/fixtures/msprobe"
 work="$build/fuzz-corpus"
@@ -26,7 +26,7 @@ for bin in "$build"/bin/*_fuzz; do
   seeds=()
   for d in $(seeds_for "$name"); do [ -d "$d" ] && seeds+=("$d"); done
   echo "fuzz: $name -runs=$runs"
-  if ! "$bin" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=0 \
+  if ! "$bin" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 -artifact_prefix="$work/$name-" \
       "$work/$name" "${seeds[@]}" > "$work/$name.log" 2>&1; then
     echo "fuzz: $name FAILED"; tail -40 "$work/$name.log"; status=1
   else

@@ -7,6 +7,7 @@ namespace numprobe {
 
 std::string_view StringPool::store(std::string_view s) {
   constexpr size_t kChunk = 1 << 16;
+  if (s.empty()) return std::string_view("", 0);
   if (s.size() > chunk_cap_ - chunk_used_) {
     size_t cap = std::max(kChunk, s.size());
     chunks_.emplace_back(new char[cap]);
