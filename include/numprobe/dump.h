@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -166,6 +167,8 @@ struct ReadOptions {
   // Release the mapped input pages behind the parser every this many bytes, so reading a file of
   // hundreds of MB keeps resident memory bounded by the model, not the text.
   size_t release_every = size_t{64} << 20;
+  // Called between entries, at most every ~4 MiB, with (bytes parsed, file size).
+  std::function<void(size_t, size_t)> progress;
 };
 
 // Reads a dump.json. Throws InputError naming the file and byte offset for malformed JSON, and

@@ -1,6 +1,7 @@
 // numprobe info <dump>: what a dump holds and what is wrong with it.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "cli/progress.h"
@@ -11,6 +12,12 @@
 
 namespace numprobe::cli {
 namespace {
+
+uint64_t file_size(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
 
 std::string rank_title(const RankLocation& w) {
   std::string t = w.step >= 0 ? "step " + std::to_string(w.step) : std::string("(no step)");
@@ -125,13 +132,18 @@ class InfoCommand : public Subcommand {
     std::vector<RankLocation> ranks = find_rank_dumps(path_);
     std::vector<RankSummary> summaries;
     std::vector<double> seconds;
-    Progress progress("reading dumps", ranks.size());
+    uint64_t total = 0, done = 0;
+    for (const auto& r : ranks) total += r.has_dump_json ? file_size(r.dump_json) : 0;
+    Progress progress("reading dumps", total);
+    ReadOptions opt;
+    opt.progress = [&](size_t parsed, size_t) { progress.update(done + parsed); };
     for (size_t i = 0; i < ranks.size(); ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      RankDump d = load_rank_dump(ranks[i]);
+      RankDump d = load_rank_dump(ranks[i], opt);
       summaries.push_back(summarize_rank(d, !no_data_));
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      progress.update(i + 1);
+      done += ranks[i].has_dump_json ? file_size(ranks[i].dump_json) : 0;
+      progress.update(done);
     }
     progress.finish();
     std::set<int64_t> steps;

@@ -422,10 +422,15 @@ DumpFile read_dump_json(const std::string& path, const ReadOptions& opt) {
   d.path = path;
   JsonCursor cur(file.data(), file.size(), path);
   size_t next_release = opt.release_every;
+  size_t next_progress = size_t{4} << 20;
   DumpParser(d, cur).parse([&](size_t offset) {
     if (opt.release_every != 0 && offset >= next_release) {
       file.release_before(offset);
       next_release = offset + opt.release_every;
+    }
+    if (opt.progress && offset >= next_progress) {
+      opt.progress(offset, file.size());
+      next_progress = offset + (size_t{4} << 20);
     }
   });
   return d;
