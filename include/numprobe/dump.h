@@ -129,7 +129,7 @@ class DumpFile {
   // Member `key` of dict node `dict` (in `nodes`), or kNoNode.
   uint32_t member(uint32_t dict, std::string_view key) const;
 
-  // Approximate heap bytes held by the model.
+  // Approximate resident bytes held by the model (written elements, not reserved capacity).
   size_t memory_bytes() const;
 
  private:

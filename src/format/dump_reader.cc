@@ -104,12 +104,7 @@ class DumpParser {
     header[0].span = static_cast<uint32_t>(header.size());
     d_.header = static_cast<uint32_t>(d_.nodes.size());
     d_.nodes.insert(d_.nodes.end(), header.begin(), header.end());
-    // Growth by doubling leaves up to half of each array unused; a dump is read once and kept.
-    d_.nodes.shrink_to_fit();
-    d_.extra_nodes.shrink_to_fit();
-    d_.tensors.shrink_to_fit();
-    d_.shapes.shrink_to_fit();
-    d_.entries.shrink_to_fit();
+
   }
 
  private:
@@ -402,9 +397,10 @@ int64_t DumpFile::find_entry(std::string_view name) const {
 }
 
 size_t DumpFile::memory_bytes() const {
-  return nodes.capacity() * sizeof(Node) + extra_nodes.capacity() * sizeof(Node) +
-         tensors.capacity() * sizeof(TensorLeaf) + shapes.capacity() * sizeof(int64_t) +
-         entries.capacity() * sizeof(DumpEntry) + strings.bytes() +
+  // Sizes, not capacities: reserved capacity that was never written is not resident.
+  return nodes.size() * sizeof(Node) + extra_nodes.size() * sizeof(Node) +
+         tensors.size() * sizeof(TensorLeaf) + shapes.size() * sizeof(int64_t) +
+         entries.size() * sizeof(DumpEntry) + strings.bytes() +
          strings.size() * (sizeof(std::string_view) * 2 + 16);
 }
 
@@ -413,6 +409,12 @@ DumpFile parse_dump_json(std::string_view text, const std::string& name) {
   d.path = name;
   JsonCursor cur(text.data(), text.size(), name);
   DumpParser(d, cur).parse([](size_t) {});
+  // Growth by doubling leaves up to half of each array unused; a dump is read once and kept.
+  d.nodes.shrink_to_fit();
+  d.extra_nodes.shrink_to_fit();
+  d.tensors.shrink_to_fit();
+  d.shapes.shrink_to_fit();
+  d.entries.shrink_to_fit();
   return d;
 }
 
@@ -421,6 +423,13 @@ DumpFile read_dump_json(const std::string& path, const ReadOptions& opt) {
   DumpFile d;
   d.path = path;
   JsonCursor cur(file.data(), file.size(), path);
+  // Reserve about twice what msprobe-style text needs (one node per ~110 bytes, one tensor per
+  // ~330): untouched reserved pages cost no memory, and the arrays never get copied while growing.
+  const size_t n = file.size();
+  d.nodes.reserve(n / 48 + 64);
+  d.tensors.reserve(n / 160 + 16);
+  d.shapes.reserve(n / 40 + 64);
+  d.entries.reserve(n / 800 + 16);
   size_t next_release = opt.release_every;
   size_t next_progress = size_t{4} << 20;
   DumpParser(d, cur).parse([&](size_t offset) {
