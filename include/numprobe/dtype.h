@@ -31,16 +31,22 @@ bool dtype_is_floating(DType t);
 std::string_view dtype_name(DType t);
 // PyTorch spelling as msprobe writes it in dump.json: "torch.float32", "torch.bfloat16".
 std::string_view dtype_torch_name(DType t);
-// Accepts canonical, PyTorch ("torch.float16"), MindSpore ("Float16", "BFloat16", "Int64", "Bool")
-// and numpy short names ("f4", "<f4", "float"). Returns kUnknown for anything else.
+// Accepts canonical, PyTorch ("torch.float16", also legacy "torch.half"/"torch.long"), MindSpore
+// ("Float16", "BFloat16", "Int64", "UInt8", "Bool", "mindspore.float16") and numpy names: descrs
+// with '<', '=', '|' or no byte order ("<f4", "f4", "|b1"), '>' only for one-byte types, type codes
+// ("d", "e", "?") and "double"/"single"/"half". As in numpy, bare "float" and "int" mean the
+// 64-bit Python types (float64, int64). Case-sensitive. Returns kUnknown for anything else.
 DType dtype_from_name(std::string_view name);
 
-// Exact decoders (every input bit pattern maps to the mathematically equal float, NaN to NaN).
+// Exact decoders (every input bit pattern maps to the mathematically equal float, NaN to NaN; the
+// sign of zero is kept). E4M3FN has no infinities and only S.1111.111 is NaN (max 448); E5M2 is
+// IEEE-like (Inf, NaN, max 57344).
 float half_to_float(uint16_t bits);
 float bf16_to_float(uint16_t bits);
 float fp8_e4m3fn_to_float(uint8_t bits);
 float fp8_e5m2_to_float(uint8_t bits);
-// Round-to-nearest-even encoders (used by tests and by writers of synthetic data).
+// Round-to-nearest-even encoders (used by tests and by writers of synthetic data). Overflow gives
+// Inf; NaN stays NaN (quiet, sign and top payload bits kept).
 uint16_t float_to_half(float v);
 uint16_t float_to_bf16(float v);
 

@@ -74,17 +74,27 @@ constexpr Alias kAliases[] = {
 DType from_numpy_code(std::string_view s) {
   if (s.size() == 1) {
     switch (s[0]) {
-      case 'd': return DType::kF64;
-      case 'f': return DType::kF32;
-      case 'e': return DType::kF16;
-      case 'b': return DType::kI8;
-      case 'h': return DType::kI16;
-      case 'i': return DType::kI32;
+      case 'd':
+        return DType::kF64;
+      case 'f':
+        return DType::kF32;
+      case 'e':
+        return DType::kF16;
+      case 'b':
+        return DType::kI8;
+      case 'h':
+        return DType::kI16;
+      case 'i':
+        return DType::kI32;
       case 'l':
-      case 'q': return DType::kI64;
-      case 'B': return DType::kU8;
-      case '?': return DType::kBool;
-      default: return DType::kUnknown;
+      case 'q':
+        return DType::kI64;
+      case 'B':
+        return DType::kU8;
+      case '?':
+        return DType::kBool;
+      default:
+        return DType::kUnknown;
     }
   }
   if (s.size() != 2) return DType::kUnknown;
@@ -92,17 +102,22 @@ DType from_numpy_code(std::string_view s) {
   const char size = s[1];
   switch (kind) {
     case 'f':
-      return size == '8' ? DType::kF64 : size == '4' ? DType::kF32 : size == '2' ? DType::kF16
-                                                                                 : DType::kUnknown;
+      return size == '8'   ? DType::kF64
+             : size == '4' ? DType::kF32
+             : size == '2' ? DType::kF16
+                           : DType::kUnknown;
     case 'i':
       return size == '1'   ? DType::kI8
              : size == '2' ? DType::kI16
              : size == '4' ? DType::kI32
              : size == '8' ? DType::kI64
                            : DType::kUnknown;
-    case 'u': return size == '1' ? DType::kU8 : DType::kUnknown;
-    case 'b': return size == '1' ? DType::kBool : DType::kUnknown;
-    default: return DType::kUnknown;
+    case 'u':
+      return size == '1' ? DType::kU8 : DType::kUnknown;
+    case 'b':
+      return size == '1' ? DType::kBool : DType::kUnknown;
+    default:
+      return DType::kUnknown;
   }
 }
 
@@ -120,10 +135,18 @@ float bits_float(uint32_t b) {
 
 }  // namespace
 
-size_t dtype_size(DType t) { return info(t).size; }
-bool dtype_is_floating(DType t) { return info(t).floating; }
-std::string_view dtype_name(DType t) { return info(t).name; }
-std::string_view dtype_torch_name(DType t) { return info(t).torch_name; }
+size_t dtype_size(DType t) {
+  return info(t).size;
+}
+bool dtype_is_floating(DType t) {
+  return info(t).floating;
+}
+std::string_view dtype_name(DType t) {
+  return info(t).name;
+}
+std::string_view dtype_torch_name(DType t) {
+  return info(t).torch_name;
+}
 
 DType dtype_from_name(std::string_view name) {
   if (name.empty()) return DType::kUnknown;
@@ -161,11 +184,14 @@ float half_to_float(uint16_t bits) {
     const float mag = std::ldexp(static_cast<float>(mant), -24);
     return sign ? -mag : mag;
   }
-  if (exp == 0x1F) return bits_float(sign | 0x7F800000u | (mant << 13));  // Inf or NaN (payload kept)
+  if (exp == 0x1F)
+    return bits_float(sign | 0x7F800000u | (mant << 13));  // Inf or NaN (payload kept)
   return bits_float(sign | ((exp + 127 - 15) << 23) | (mant << 13));
 }
 
-float bf16_to_float(uint16_t bits) { return bits_float(static_cast<uint32_t>(bits) << 16); }
+float bf16_to_float(uint16_t bits) {
+  return bits_float(static_cast<uint32_t>(bits) << 16);
+}
 
 float fp8_e4m3fn_to_float(uint8_t bits) {
   const bool neg = (bits & 0x80) != 0;

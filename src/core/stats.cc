@@ -19,7 +19,9 @@ double TensorStats::mean() const {
   return count ? sum / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
 }
 
-double TensorStats::norm() const { return std::sqrt(sumsq); }
+double TensorStats::norm() const {
+  return std::sqrt(sumsq);
+}
 
 namespace {
 
@@ -82,29 +84,44 @@ void integer_stats(const uint8_t* p, size_t n, StatsAccum* acc) {
 
 void stats_range(const uint8_t* p, size_t n, DType dtype, StatsAccum* acc) {
   switch (dtype) {
-    case DType::kF64: return internal::stats_f64(p, n, acc);
-    case DType::kF32: return internal::stats_f32(p, n, acc);
-    case DType::kF16: return internal::stats_f16(p, n, acc);
-    case DType::kBF16: return internal::stats_bf16(p, n, acc);
-    case DType::kF8E4M3FN: return internal::stats_fp8(p, n, fp8_table<fp8_e4m3fn_to_float>(), acc);
-    case DType::kF8E5M2: return internal::stats_fp8(p, n, fp8_table<fp8_e5m2_to_float>(), acc);
-    case DType::kI8: return integer_stats<int8_t>(p, n, acc);
-    case DType::kI16: return integer_stats<int16_t>(p, n, acc);
-    case DType::kI32: return integer_stats<int32_t>(p, n, acc);
-    case DType::kI64: return integer_stats<int64_t>(p, n, acc);
-    case DType::kU8: return integer_stats<uint8_t>(p, n, acc);
-    case DType::kBool: return integer_stats<uint8_t, true>(p, n, acc);
-    case DType::kUnknown: break;
+    case DType::kF64:
+      return internal::stats_f64(p, n, acc);
+    case DType::kF32:
+      return internal::stats_f32(p, n, acc);
+    case DType::kF16:
+      return internal::stats_f16(p, n, acc);
+    case DType::kBF16:
+      return internal::stats_bf16(p, n, acc);
+    case DType::kF8E4M3FN:
+      return internal::stats_fp8(p, n, fp8_table<fp8_e4m3fn_to_float>(), acc);
+    case DType::kF8E5M2:
+      return internal::stats_fp8(p, n, fp8_table<fp8_e5m2_to_float>(), acc);
+    case DType::kI8:
+      return integer_stats<int8_t>(p, n, acc);
+    case DType::kI16:
+      return integer_stats<int16_t>(p, n, acc);
+    case DType::kI32:
+      return integer_stats<int32_t>(p, n, acc);
+    case DType::kI64:
+      return integer_stats<int64_t>(p, n, acc);
+    case DType::kU8:
+      return integer_stats<uint8_t>(p, n, acc);
+    case DType::kBool:
+      return integer_stats<uint8_t, true>(p, n, acc);
+    case DType::kUnknown:
+      break;
   }
   throw Error("compute_stats: unsupported dtype " + std::string(dtype_name(dtype)));
 }
 
+// Each thread gets at least a quarter of the threshold so that large machines do not start dozens
+// of threads for a tensor just above it.
 size_t thread_count(const StatsOptions& opt, size_t count) {
   if (count < opt.parallel_threshold || opt.threads == 1 || opt.threads < 0) return 1;
-  size_t threads = opt.threads > 0 ? static_cast<size_t>(opt.threads)
-                                   : std::max(1u, std::thread::hardware_concurrency());
-  const size_t granules = (count + internal::kStatsGranule - 1) / internal::kStatsGranule;
-  return std::min(threads, granules);
+  const size_t wanted = opt.threads > 0 ? static_cast<size_t>(opt.threads)
+                                        : std::max(1u, std::thread::hardware_concurrency());
+  const size_t min_chunk = std::max(internal::kStatsGranule, opt.parallel_threshold / 4);
+  return std::max<size_t>(1, std::min(wanted, count / min_chunk));
 }
 
 }  // namespace
