@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for a bounded number of runs, seeded from the msprobe fixtures
-# (read in place from ../shared) plus a scratch corpus. Usage: run_fuzzers.sh BUILD_DIR [RUNS]
+# (read in place from ../shared) plus a scratch corpus, each for at most RUNS runs or 45 s.
 set -euo pipefail
 build=${1:-build-fuzz}
 runs=${2:-200000}
@@ -26,7 +26,7 @@ for bin in "$build"/bin/*_fuzz; do
   seeds=()
   for d in $(seeds_for "$name"); do [ -d "$d" ] && seeds+=("$d"); done
   echo "fuzz: $name -runs=$runs"
-  if ! "$bin" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 -artifact_prefix="$work/$name-" \
+  if ! "$bin" -runs="$runs" -max_total_time=45 -max_len=65536 -rss_limit_mb=2048 -artifact_prefix="$work/$name-" \
       "$work/$name" "${seeds[@]}" > "$work/$name.log" 2>&1; then
     echo "fuzz: $name FAILED"; tail -40 "$work/$name.log"; status=1
   else

@@ -30,6 +30,7 @@ struct ConstructEdge {
   uint32_t node = kNoString;
   uint32_t parent = kNoString;  // kNoString: null (a root)
   bool parent_is_list = false;  // Megatron form [parent, micro_step]
+  uint8_t list_items = 0;       // items in that list (0..2), to write it back as it was
   int64_t micro_step = -1;
 };
 

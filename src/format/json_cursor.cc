@@ -301,6 +301,7 @@ void JsonCursor::begin_array() {
 }
 
 bool JsonCursor::next_item() {
+  if (first_.empty()) fail("no open container (reader bug)");
   skip_ws();
   if (pos_ >= size_) fail("unexpected end of input inside an array (file truncated?)");
   if (data_[pos_] == ']') {
@@ -327,6 +328,7 @@ void JsonCursor::begin_object() {
 }
 
 bool JsonCursor::next_key(std::string_view& key) {
+  if (first_.empty()) fail("no open container (reader bug)");
   skip_ws();
   if (pos_ >= size_) fail("unexpected end of input inside an object (file truncated?)");
   if (data_[pos_] == '}') {

@@ -64,7 +64,7 @@ void append_u_escape(std::string& out, uint32_t unit) {
   out += buf;
 }
 
-// Decodes one UTF-8 sequence at s[i]; returns its length, or 0 if invalid.
+// Decodes one well-formed UTF-8 sequence at s[i]; returns its length, or 0 if invalid.
 size_t decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
   unsigned char c = b(0);
@@ -89,6 +89,10 @@ size_t decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
     if ((b(k) & 0xC0) != 0x80) return 0;
     cp = (cp << 6) | (b(k) & 0x3F);
   }
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8: escaping them
+  // as one code point would not read back as the same bytes.
+  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || (cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) return 0;
   return len;
 }
 }  // namespace

@@ -105,20 +105,21 @@ ConstructTable parse_construct_json(std::string_view text, const std::string& na
       case JsonType::kArray:
         e.parent_is_list = true;
         c.begin_array();
-        if (c.next_item()) {
-          if (c.peek() == JsonType::kNull) {
-            c.read_null();
-          } else if (c.peek() == JsonType::kString) {
-            e.parent = t.strings.intern(c.read_string());
-          } else {
-            c.fail_schema("construct parent list must start with a module name or null");
-          }
+        if (!c.next_item()) break;  // [] : no parent recorded
+        e.list_items = 1;
+        if (c.peek() == JsonType::kNull) {
+          c.read_null();
+        } else if (c.peek() == JsonType::kString) {
+          e.parent = t.strings.intern(c.read_string());
+        } else {
+          c.fail_schema("construct parent list must start with a module name or null");
         }
         if (c.next_item()) {
           if (c.peek() != JsonType::kNumber) c.fail_schema("construct micro step must be a number");
           auto n = c.read_number();
           if (!n.is_int) c.fail_schema("construct micro step must be an integer");
           e.micro_step = n.int_value;
+          e.list_items = 2;
           if (c.next_item()) c.fail_schema("construct parent list has more than two items");
         }
         break;
@@ -175,8 +176,8 @@ std::string render_construct_json(const ConstructTable& t) {
     };
     if (e.parent_is_list) {
       w.begin_array();
-      parent();
-      if (e.micro_step >= 0) w.int_value(e.micro_step);
+      if (e.list_items >= 1) parent();
+      if (e.list_items >= 2) w.int_value(e.micro_step);
       w.end_array();
     } else {
       parent();

@@ -17,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     numprobe::ConstructTable c = numprobe::parse_construct_json(text, "fuzz-construct.json");
-    (void)numprobe::render_construct_json(c);
+    std::string once = numprobe::render_construct_json(c);
+    numprobe::ConstructTable c2 = numprobe::parse_construct_json(once, "rendered-construct.json");
+    if (numprobe::render_construct_json(c2) != once) __builtin_trap();
   } catch (const numprobe::InputError&) {
   }
   return 0;

@@ -138,10 +138,16 @@ TEST(DumpReader, ConstructParents) {
             "Module.conv1.Conv2d.forward.0");
   EXPECT_EQ(c.parent_of("Module.conv1.Conv2d.forward.0").value_or("?"), "");
   EXPECT_FALSE(c.parent_of("nope").has_value());
-  ConstructTable megatron = parse_construct_json(R"({"a": ["Module.x", 3], "b": [null, 0]})", "c");
-  ASSERT_EQ(megatron.edges.size(), 2u);
+  ConstructTable megatron =
+      parse_construct_json(R"({"a": ["Module.x", 3], "b": [null, 0], "c": [], "d": ["y"]})", "c");
+  ASSERT_EQ(megatron.edges.size(), 4u);
   EXPECT_EQ(megatron.edges[0].micro_step, 3);
-  EXPECT_EQ(render_construct_json(megatron), "{\n \"a\": [\n  \"Module.x\",\n  3\n ],\n \"b\": [\n  null,\n  0\n ]\n}");
+  // Regression (found by stack_construct_fuzz): an empty list used to make the reader step past
+  // its closing bracket into the enclosing object.
+  EXPECT_EQ(render_construct_json(megatron),
+            "{\n \"a\": [\n  \"Module.x\",\n  3\n ],\n \"b\": [\n  null,\n  0\n ],\n"
+            " \"c\": [],\n \"d\": [\n  \"y\"\n ]\n}");
+  EXPECT_THROW(parse_construct_json(R"({"sk": [] ], "x": 1})", "c"), InputError);
 }
 
 TEST(DumpReader, AllLeafKindsKeepTheirShape) {

@@ -64,6 +64,11 @@ TEST(PyJsonWriter, StringsUseEnsureAsciiEscapes) {
   s.clear();
   append_py_string(s, "bad \xff byte");
   EXPECT_EQ(s, R"("bad \u00ff byte")");
+  // Regression (found by dump_json_fuzz): an overlong 'A' (C1 81) was escaped as \u0041, which
+  // reads back as a plain 'A' and renders differently the second time.
+  s.clear();
+  append_py_string(s, "\xc1\x81 \xe0\x80\x80 \xed\xa0\x80 \xf4\x90\x80\x80");
+  EXPECT_EQ(s, R"("\u00c1\u0081 \u00e0\u0080\u0080 \u00ed\u00a0\u0080 \u00f4\u0090\u0080\u0080")");
 }
 
 TEST(PyJsonWriter, IndentOneLayout) {
