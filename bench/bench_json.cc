@@ -69,8 +69,10 @@ int main(int argc, char** argv) {
   size_t entries = 400000;
   std::string dir = "/tmp/numprobe-bench-json";
   for (int i = 1; i + 1 < argc; ++i) {
-    if (!strcmp(argv[i], "--entries")) entries = std::stoul(argv[++i]);
-    else if (!strcmp(argv[i], "--dir")) dir = argv[++i];
+    if (!strcmp(argv[i], "--entries"))
+      entries = std::stoul(argv[++i]);
+    else if (!strcmp(argv[i], "--dir"))
+      dir = argv[++i];
   }
   std::filesystem::remove_all(dir);
   double t0 = now();
@@ -89,10 +91,11 @@ int main(int argc, char** argv) {
       double e = now() - s;
       return Result{e, 0, static_cast<long>(d.memory_bytes()), static_cast<long>(d.entries.size())};
     });
-    printf("numprobe read_dump_json: %.3f s = %.0f MB/s; %ld entries; model %.1f MB (%.2fx of "
-           "text); peak RSS %.1f MB (%.2fx of text, process baseline %.1f MB)\n",
-           r.seconds, mb / r.seconds, r.entries, r.model_bytes / 1e6, r.model_bytes / 1e6 / mb,
-           r.hwm_kib / 1024.0, r.hwm_kib / 1024.0 * 1.048576 / mb, base / 1024.0);
+    printf(
+        "numprobe read_dump_json: %.3f s = %.0f MB/s; %ld entries; model %.1f MB (%.2fx of "
+        "text); peak RSS %.1f MB (%.2fx of text, process baseline %.1f MB)\n",
+        r.seconds, mb / r.seconds, r.entries, r.model_bytes / 1e6, r.model_bytes / 1e6 / mb,
+        r.hwm_kib / 1024.0, r.hwm_kib / 1024.0 * 1.048576 / mb, base / 1024.0);
   }
 #ifdef NUMPROBE_HAVE_SIMDJSON
   for (int rep = 0; rep < 2; ++rep) {
@@ -109,9 +112,10 @@ int main(int argc, char** argv) {
       double e = now() - s;
       return Result{e, 0, 0, err ? -1 : n};
     });
-    printf("simdjson DOM parse (reference, same file incl. load): %.3f s = %.0f MB/s; peak RSS "
-           "%.1f MB\n",
-           r.seconds, mb / r.seconds, r.hwm_kib / 1024.0);
+    printf(
+        "simdjson DOM parse (reference, same file incl. load): %.3f s = %.0f MB/s; peak RSS "
+        "%.1f MB\n",
+        r.seconds, mb / r.seconds, r.hwm_kib / 1024.0);
   }
 #else
   printf("simdjson not found at build time: no reference number\n");

@@ -46,9 +46,9 @@ inline void gen_tensor(format::PyJsonWriter& w, std::mt19937_64& rng, int ndim) 
 // Writes `entries` entries into rank_dir through a DumpWriter and finishes it.
 inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_t entries,
                                               uint64_t seed = 1) {
-  static const char* kApis[] = {"Functional.linear", "Functional.gelu", "Tensor.__add__",
-                                "Functional.layer_norm", "Torch.matmul", "Functional.softmax",
-                                "Tensor.view", "Functional.dropout"};
+  static const char* kApis[] = {"Functional.linear",     "Functional.gelu",   "Tensor.__add__",
+                                "Functional.layer_norm", "Torch.matmul",      "Functional.softmax",
+                                "Tensor.view",           "Functional.dropout"};
   std::mt19937_64 rng(seed);
   DumpHeader h;
   h.level = "mix";
@@ -62,8 +62,8 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
     size_t api = rng() % 8;
     size_t n = counters[api]++;
     bool backward = rng() % 3 == 0;
-    std::string name = std::string(kApis[api]) + "." + std::to_string(n) +
-                       (backward ? ".backward" : ".forward");
+    std::string name =
+        std::string(kApis[api]) + "." + std::to_string(n) + (backward ? ".backward" : ".forward");
     w.begin_object();
     if (backward) {
       w.key("input");
@@ -106,7 +106,8 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
     }
     w.end_object();
     writer.add_entry(name, body);
-    writer.add_stack(name, {"File train.py, line " + std::to_string(10 + api) + ", in step, \n y = op(x)"});
+    writer.add_stack(
+        name, {"File train.py, line " + std::to_string(10 + api) + ", in step, \n y = op(x)"});
     ++g.entries;
   }
   writer.finish();

@@ -3,8 +3,9 @@
 // A dump is a tree of JSON values stored flat in preorder, so that hundreds of MB of dump.json fit
 // in a fraction of their text size: every container records the size of its subtree (`span`) and
 // children follow it directly. Tensor leaves ({"type": ..., "dtype": ..., "shape": [...], "Max":
-// ...}) are collapsed into one TensorLeaf record; any field numprobe does not model is kept verbatim
-// in `extra_nodes` so that writing the model back reproduces the file (key order included).
+// ...}) are collapsed into one TensorLeaf record; any field numprobe does not model is kept
+// verbatim in `extra_nodes` so that writing the model back reproduces the file (key order
+// included).
 #pragma once
 
 #include <cstdint>
@@ -83,10 +84,10 @@ struct TensorLeaf {
   uint32_t shape_begin = 0;  // into DumpFile::shapes
   uint32_t ndim = 0;
   StatValue max, min, mean, norm;
-  int8_t requires_grad = -1;     // -1 absent, 0 false, 1 true
-  uint32_t md5 = kNoString;      // CRC-32 hex as written
+  int8_t requires_grad = -1;  // -1 absent, 0 false, 1 true
+  uint32_t md5 = kNoString;   // CRC-32 hex as written
   uint32_t data_name = kNoString;
-  uint32_t extras = kNoNode;     // kDict node in DumpFile::extra_nodes holding unmodelled members
+  uint32_t extras = kNoNode;  // kDict node in DumpFile::extra_nodes holding unmodelled members
   uint8_t order_len = 0;
   uint8_t order[24] = {};
 
@@ -111,8 +112,8 @@ class DumpFile {
   std::vector<int64_t> shapes;
   std::vector<DumpEntry> entries;  // in file order, which is execution order
 
-  uint32_t header = kNoNode;  // kDict of top-level members other than "data"
-  uint32_t data_position = 0; // index of "data" among the top-level members, for writing back
+  uint32_t header = kNoNode;   // kDict of top-level members other than "data"
+  uint32_t data_position = 0;  // index of "data" among the top-level members, for writing back
 
   // Header accessors ("" when absent or not a string).
   std::string_view task() const { return header_string("task"); }
@@ -161,7 +162,9 @@ class ChildRange {
   const std::vector<Node>* n_;
   uint32_t p_;
 };
-inline ChildRange children(const std::vector<Node>& n, uint32_t parent) { return {n, parent}; }
+inline ChildRange children(const std::vector<Node>& n, uint32_t parent) {
+  return {n, parent};
+}
 
 struct ReadOptions {
   // Release the mapped input pages behind the parser every this many bytes, so reading a file of

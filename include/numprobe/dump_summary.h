@@ -24,9 +24,9 @@ struct RankSummary {
   std::vector<PrefixCount> prefixes;  // in order of first appearance
   uint64_t tensors = 0;
   uint64_t tensors_with_md5 = 0;
-  uint64_t tensors_with_data = 0;    // leaves naming a data file
+  uint64_t tensors_with_data = 0;  // leaves naming a data file
   uint64_t data_files_missing = 0;
-  uint64_t nonfinite_tensors = 0;    // a statistic is NaN or +-Inf
+  uint64_t nonfinite_tensors = 0;  // a statistic is NaN or +-Inf
   std::string first_nonfinite_entry;
   uint64_t unknown_dtypes = 0;
   uint64_t stack_entries = 0;

@@ -34,7 +34,7 @@ struct RankDump {
   std::optional<ConstructTable> construct;  // absent if construct.json is missing
   bool recovered_from_journal = false;      // assembled in memory from dump.journal
   RecoverReport recover_report;
-  std::vector<std::string> problems;        // non-fatal issues (missing or unreadable side files)
+  std::vector<std::string> problems;  // non-fatal issues (missing or unreadable side files)
 };
 
 // Loads dump.json (or assembles dump.journal in memory when dump.json is missing) plus stack.json

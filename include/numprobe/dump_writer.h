@@ -46,7 +46,8 @@ class DumpWriter {
   DumpWriter(const DumpWriter&) = delete;
   DumpWriter& operator=(const DumpWriter&) = delete;
 
-  // body: the entry value rendered as msprobe writes it inside "data" (see format::render_entry_body).
+  // body: the entry value rendered as msprobe writes it inside "data" (see
+  // format::render_entry_body).
   void add_entry(std::string_view name, std::string_view body);
   void add_entry(const DumpFile& d, size_t index);
   void add_stack(std::string_view name, const std::vector<std::string>& frames);

@@ -1,6 +1,7 @@
 // msprobe's dump entry names (docs/format.md, "Naming"):
 //   API     {Prefix}.{api}.{n}.{forward|backward}        Functional.relu.0.forward
-//                                                        Aten.add.Tensor.3.backward (api may hold dots)
+//                                                        Aten.add.Tensor.3.backward (api may hold
+//                                                        dots)
 //   module  {Module|Cell}.{path}.{Class}.{forward|backward}.{n}
 //   grads   {Module|Cell}.{path}.{Class}.parameters_grad.{k}
 //   debug   {name}.{n}                                    (level debug, save())
@@ -18,7 +19,7 @@ struct EntryName {
   std::string_view op;      // between prefix and counter: "relu", "layer1.0.conv1.Conv2d"
   int64_t index = -1;       // the call counter
   Direction direction = Direction::kUnknown;
-  bool is_module = false;   // Module./Cell. naming (counter after the direction)
+  bool is_module = false;  // Module./Cell. naming (counter after the direction)
 };
 
 // Never throws; unrecognised names give direction kUnknown with prefix set.

@@ -1,4 +1,5 @@
-// Content hashes of raw tensor bytes. Same bytes give the same hash whatever framework produced them.
+// Content hashes of raw tensor bytes. Same bytes give the same hash whatever framework produced
+// them.
 #pragma once
 
 #include <cstddef>

@@ -36,7 +36,7 @@ struct ConstructEdge {
 
 struct ConstructTable {
   StringPool strings;
-  std::vector<ConstructEdge> edges;  // file order
+  std::vector<ConstructEdge> edges;              // file order
   std::unordered_map<uint32_t, uint32_t> index;  // node id -> edge
 
   // Parent module of `node`; nullopt if unknown, "" if it is a root.

@@ -23,7 +23,9 @@ class StringPool {
   uint32_t intern(std::string_view s);
   // kNoString if absent.
   uint32_t find(std::string_view s) const;
-  std::string_view get(uint32_t id) const { return id == kNoString ? std::string_view() : views_[id]; }
+  std::string_view get(uint32_t id) const {
+    return id == kNoString ? std::string_view() : views_[id];
+  }
   size_t size() const { return views_.size(); }
   size_t bytes() const { return bytes_; }
 

@@ -31,9 +31,9 @@ void print_text(const RankSummary& s, double seconds) {
   printf("  framework %s · task %s · level %s%s\n", s.framework.c_str(),
          s.task.empty() ? "?" : s.task.c_str(), s.level.empty() ? "?" : s.level.c_str(),
          s.recovered_from_journal ? " · recovered from journal" : "");
-  printf("  entries %llu: forward %llu · backward %llu · parameters_grad %llu", (unsigned long long)s.entries,
-         (unsigned long long)s.forward, (unsigned long long)s.backward,
-         (unsigned long long)s.parameters_grad);
+  printf("  entries %llu: forward %llu · backward %llu · parameters_grad %llu",
+         (unsigned long long)s.entries, (unsigned long long)s.forward,
+         (unsigned long long)s.backward, (unsigned long long)s.parameters_grad);
   if (s.debug) printf(" · debug %llu", (unsigned long long)s.debug);
   if (s.unnamed) printf(" · unrecognised %llu", (unsigned long long)s.unnamed);
   printf("  (read in %.3f s)\n", seconds);
@@ -118,7 +118,8 @@ class InfoCommand : public Subcommand {
  public:
   const char* name() const override { return "info"; }
   const char* summary() const override {
-    return "Summarise a dump: steps, ranks, task, level, framework, entry counts, tensors, problems";
+    return "Summarise a dump: steps, ranks, task, level, framework, entry counts, tensors, "
+           "problems";
   }
   std::vector<Flag> flags() override {
     return {
@@ -141,7 +142,8 @@ class InfoCommand : public Subcommand {
       auto t0 = std::chrono::steady_clock::now();
       RankDump d = load_rank_dump(ranks[i], opt);
       summaries.push_back(summarize_rank(d, !no_data_));
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       done += ranks[i].has_dump_json ? file_size(ranks[i].dump_json) : 0;
       progress.update(done);
     }
@@ -197,6 +199,8 @@ class InfoCommand : public Subcommand {
 
 }  // namespace
 
-std::unique_ptr<Subcommand> make_info_command() { return std::make_unique<InfoCommand>(); }
+std::unique_ptr<Subcommand> make_info_command() {
+  return std::make_unique<InfoCommand>();
+}
 
 }  // namespace numprobe::cli

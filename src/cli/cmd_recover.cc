@@ -32,13 +32,14 @@ class RecoverCommand : public Subcommand {
         printf("%s\n", r.detail.c_str());
         continue;
       }
-      printf("recovered %zu entries, %zu stacks, %zu construct nodes from %zu records",
-             r.entries, r.stacks, r.constructs, r.records);
-      if (r.bytes_dropped) printf("; dropped a torn tail of %zu bytes (%s)", r.bytes_dropped,
-                                  r.detail.c_str());
+      printf("recovered %zu entries, %zu stacks, %zu construct nodes from %zu records", r.entries,
+             r.stacks, r.constructs, r.records);
+      if (r.bytes_dropped)
+        printf("; dropped a torn tail of %zu bytes (%s)", r.bytes_dropped, r.detail.c_str());
       printf("\n");
     }
-    if (recovered == 0) printf("%s: nothing to recover (%zu dump(s), no journal)\n", path_.c_str(), seen);
+    if (recovered == 0)
+      printf("%s: nothing to recover (%zu dump(s), no journal)\n", path_.c_str(), seen);
     return 0;
   }
 
@@ -48,6 +49,8 @@ class RecoverCommand : public Subcommand {
 
 }  // namespace
 
-std::unique_ptr<Subcommand> make_recover_command() { return std::make_unique<RecoverCommand>(); }
+std::unique_ptr<Subcommand> make_recover_command() {
+  return std::make_unique<RecoverCommand>();
+}
 
 }  // namespace numprobe::cli

@@ -110,6 +110,8 @@ class RewriteCommand : public Subcommand {
 
 }  // namespace
 
-std::unique_ptr<Subcommand> make_rewrite_command() { return std::make_unique<RewriteCommand>(); }
+std::unique_ptr<Subcommand> make_rewrite_command() {
+  return std::make_unique<RewriteCommand>();
+}
 
 }  // namespace numprobe::cli

@@ -105,6 +105,8 @@ class StatsCommand : public Subcommand {
 
 }  // namespace
 
-std::unique_ptr<Subcommand> make_stats_command() { return std::make_unique<StatsCommand>(); }
+std::unique_ptr<Subcommand> make_stats_command() {
+  return std::make_unique<StatsCommand>();
+}
 
 }  // namespace numprobe::cli

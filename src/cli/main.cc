@@ -31,8 +31,9 @@ void add_flag(CLI::App& app, const numprobe::cli::Flag& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"numprobe: find the first op where two training runs diverge.\n"
-               "Reads and writes msprobe dumps (dump.json / stack.json / construct.json)."};
+  CLI::App app{
+      "numprobe: find the first op where two training runs diverge.\n"
+      "Reads and writes msprobe dumps (dump.json / stack.json / construct.json)."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "numprobe 0.1.0");
 

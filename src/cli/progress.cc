@@ -13,7 +13,9 @@ Progress::Progress(std::string label, uint64_t total)
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 void Progress::update(uint64_t done) {
   if (!enabled_ || total_ == 0) return;

@@ -13,7 +13,7 @@ struct Flag {
   std::string names;  // CLI11 spelling: "-o,--out" or a positional "paths"
   std::string help;
   Kind kind;
-  void* target;       // bool* / std::string* / int64_t* / std::vector<std::string>*
+  void* target;  // bool* / std::string* / int64_t* / std::vector<std::string>*
   bool required = false;
 };
 

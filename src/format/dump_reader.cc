@@ -23,9 +23,10 @@ class InternCache {
   uint32_t intern(std::string_view s) {
     if (s.size() > 40) return pool_.intern(s);
     size_t h = s.size();
-    if (!s.empty()) h = h * 131 + static_cast<unsigned char>(s[0]) * 31 +
-                        static_cast<unsigned char>(s[s.size() - 1]) * 7 +
-                        static_cast<unsigned char>(s[s.size() / 2]);
+    if (!s.empty())
+      h = h * 131 + static_cast<unsigned char>(s[0]) * 31 +
+          static_cast<unsigned char>(s[s.size() - 1]) * 7 +
+          static_cast<unsigned char>(s[s.size() / 2]);
     Slot& slot = slots_[h & (kSlots - 1)];
     if (slot.id != kNoString && slot.text.size() == s.size() &&
         memcmp(slot.text.data(), s.data(), s.size()) == 0) {
@@ -98,13 +99,13 @@ class DumpParser {
       throw InputError(cur_.name(), "entries both inside and outside \"data\"");
     }
     if (!seen_data && !seen_bare) {
-      throw InputError(cur_.name(), "no \"data\" object: not an msprobe dump.json (top-level keys "
-                                    "must include task, level, framework, data)");
+      throw InputError(cur_.name(),
+                       "no \"data\" object: not an msprobe dump.json (top-level keys "
+                       "must include task, level, framework, data)");
     }
     header[0].span = static_cast<uint32_t>(header.size());
     d_.header = static_cast<uint32_t>(d_.nodes.size());
     d_.nodes.insert(d_.nodes.end(), header.begin(), header.end());
-
   }
 
  private:
@@ -124,7 +125,7 @@ class DumpParser {
     e.name = d_.strings.intern(key);
     if (cur_.peek() != JsonType::kObject) {
       cur_.fail_schema("entry \"" + std::string(d_.strings.get(e.name)) +
-                "\" is not an object (expected input_args/output/... members)");
+                       "\" is not an object (expected input_args/output/... members)");
     }
     e.node = static_cast<uint32_t>(d_.nodes.size());
     parse_value(d_.nodes, kNoString, /*collapse_tensors=*/true);
@@ -208,9 +209,7 @@ class DumpParser {
     }
   }
 
-  uint32_t key_id(const char* k) {
-    return d_.strings.intern(k);
-  }
+  uint32_t key_id(const char* k) { return d_.strings.intern(k); }
 
   static bool stat_from(const Node& c, StatValue& s) {
     switch (c.kind) {

@@ -105,8 +105,7 @@ void render_scalar(const DumpFile& d, const Node& n, NodeKind k, PyJsonWriter& w
 
 }  // namespace
 
-void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx,
-                 PyJsonWriter& w) {
+void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx, PyJsonWriter& w) {
   const Node& n = nodes[idx];
   switch (n.kind) {
     case NodeKind::kNull:

@@ -9,7 +9,9 @@
 namespace numprobe {
 namespace {
 
-bool nonfinite(const StatValue& s) { return s.kind == StatKind::kFloat && !std::isfinite(s.v); }
+bool nonfinite(const StatValue& s) {
+  return s.kind == StatKind::kFloat && !std::isfinite(s.v);
+}
 
 // Visits every tensor leaf in an entry's subtree.
 template <typename F>
@@ -82,15 +84,16 @@ RankSummary summarize_rank(const RankDump& rd, bool check_data_files) {
       }
       if (t.data_name != kNoString) {
         ++s.tensors_with_data;
-        if (check_data_files &&
-            !format::file_exists(rd.where.dir + "/dump_tensor_data/" + std::string(d.str(t.data_name)))) {
+        if (check_data_files && !format::file_exists(rd.where.dir + "/dump_tensor_data/" +
+                                                     std::string(d.str(t.data_name)))) {
           ++s.data_files_missing;
         }
       }
     });
   }
   if (unparsed_examples > 1) {
-    s.problems.push_back(std::to_string(unparsed_examples) + " entry names outside the naming scheme");
+    s.problems.push_back(std::to_string(unparsed_examples) +
+                         " entry names outside the naming scheme");
   }
   if (s.data_files_missing > 0) {
     s.problems.push_back(std::to_string(s.data_files_missing) + " of " +

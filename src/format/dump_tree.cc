@@ -52,7 +52,8 @@ void walk(const fs::path& dir, int depth, std::vector<RankLocation>& out) {
   if (depth == 0) return;
   std::vector<fs::path> subdirs;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory(ec) && e.path().filename() != "dump_tensor_data") subdirs.push_back(e.path());
+    if (e.is_directory(ec) && e.path().filename() != "dump_tensor_data")
+      subdirs.push_back(e.path());
   }
   for (const auto& s : subdirs) walk(s, depth - 1, out);
 }
@@ -76,8 +77,9 @@ std::vector<RankLocation> find_rank_dumps(const std::string& path) {
   }
   walk(p, 4, out);
   if (out.empty()) {
-    throw InputError(path, "no dump found (expected dump.json in this directory or in "
-                           "step*/rank*/ below it)");
+    throw InputError(path,
+                     "no dump found (expected dump.json in this directory or in "
+                     "step*/rank*/ below it)");
   }
   std::sort(out.begin(), out.end(), [](const RankLocation& a, const RankLocation& b) {
     if (a.step != b.step) return a.step < b.step;
@@ -105,12 +107,12 @@ RankDump load_rank_dump(const RankLocation& where, const ReadOptions& opt) {
     r.construct = parse_construct_json(a.construct_json, where.dir + "/" + kJournalFileName);
     r.recovered_from_journal = true;
     r.recover_report = a.report;
-    r.problems.push_back("no dump.json: writer stopped mid-step; read " +
-                         std::to_string(a.report.entries) + " entries from the journal" +
-                         (a.report.bytes_dropped ? " (torn tail of " +
-                                                       std::to_string(a.report.bytes_dropped) +
-                                                       " bytes dropped)"
-                                                 : std::string()));
+    r.problems.push_back(
+        "no dump.json: writer stopped mid-step; read " + std::to_string(a.report.entries) +
+        " entries from the journal" +
+        (a.report.bytes_dropped
+             ? " (torn tail of " + std::to_string(a.report.bytes_dropped) + " bytes dropped)"
+             : std::string()));
     return r;
   } else {
     throw InputError(where.dump_json, "no such file");

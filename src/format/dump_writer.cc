@@ -21,7 +21,9 @@
 namespace numprobe {
 namespace {
 
-std::string journal_path(const std::string& dir) { return dir + "/" + kJournalFileName; }
+std::string journal_path(const std::string& dir) {
+  return dir + "/" + kJournalFileName;
+}
 
 std::vector<std::string> header_fields(const DumpHeader& h) {
   auto str = [](std::string_view s) {
@@ -38,8 +40,7 @@ std::vector<std::string> header_fields(const DumpHeader& h) {
 
 }  // namespace
 
-DumpWriter::DumpWriter(const std::string& rank_dir, const DumpHeader& header,
-                       DumpWriterOptions opt)
+DumpWriter::DumpWriter(const std::string& rank_dir, const DumpHeader& header, DumpWriterOptions opt)
     : dir_(rank_dir), opt_(opt) {
   open_journal();
   auto fields = header_fields(header);
@@ -77,8 +78,10 @@ void DumpWriter::open_journal() {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     if (errno == EEXIST) {
-      throw Error(path + ": a journal already exists (an earlier writer stopped mid-step); run "
-                         "`numprobe recover " + dir_ + "` first");
+      throw Error(path +
+                  ": a journal already exists (an earlier writer stopped mid-step); run "
+                  "`numprobe recover " +
+                  dir_ + "` first");
     }
     throw Error(path + ": cannot create: " + strerror(errno));
   }

@@ -37,7 +37,10 @@ class JournalReader {
   JournalReader(const char* data, size_t size, const std::string& name);
   // False at the end or at the first damaged record (see stop_reason()).
   bool next(JournalRecord& r);
-  void rewind() { pos_ = valid_ = sizeof kJournalMagic; stop_reason_.clear(); }
+  void rewind() {
+    pos_ = valid_ = sizeof kJournalMagic;
+    stop_reason_.clear();
+  }
   size_t valid_bytes() const { return valid_; }
   const std::string& stop_reason() const { return stop_reason_; }
 
@@ -51,8 +54,8 @@ class JournalReader {
 
 struct JournalScan {
   std::vector<JournalRecord> records;
-  size_t valid_bytes = 0;  // through the end of the last intact record
-  std::string stop_reason; // empty if the whole file was intact
+  size_t valid_bytes = 0;   // through the end of the last intact record
+  std::string stop_reason;  // empty if the whole file was intact
 };
 
 // Throws InputError if the magic is wrong. Never reads past `size`.

@@ -10,7 +10,9 @@
 namespace numprobe::format {
 
 namespace {
-bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 std::string describe(char c) {
   if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
@@ -23,7 +25,9 @@ std::string describe(char c) {
 JsonCursor::JsonCursor(const char* data, size_t size, std::string name, int max_depth)
     : data_(data), size_(size), name_(std::move(name)), max_depth_(max_depth) {}
 
-void JsonCursor::fail(const std::string& what) const { fail_at(pos_, what); }
+void JsonCursor::fail(const std::string& what) const {
+  fail_at(pos_, what);
+}
 
 void JsonCursor::fail_at(size_t pos, const std::string& what) const {
   throw InputError(name_, "invalid JSON: " + what, static_cast<int64_t>(pos));
@@ -150,7 +154,8 @@ JsonNumber JsonCursor::read_number() {
   }
   auto r = std::from_chars(data_ + start, data_ + p, n.value);
   if (r.ec == std::errc::result_out_of_range) {
-    // from_chars leaves value untouched on range errors; follow Python (overflow -> inf, tiny -> 0).
+    // from_chars leaves value untouched on range errors; follow Python (overflow -> inf, tiny ->
+    // 0).
     bool neg = data_[start] == '-';
     bool tiny = false;
     for (size_t i = start; i < p; ++i) {

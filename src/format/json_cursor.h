@@ -2,9 +2,9 @@
 // the non-strict number tokens NaN, Infinity and -Infinity included.
 //
 // The caller drives it (peek / begin_object / next_key / ...), so readers build their typed model
-// directly, with no intermediate DOM. Strings are returned as views into a scratch buffer that stays
-// valid only until the next call. Every error throws InputError naming the file and byte offset.
-// Nesting deeper than max_depth is an error (msprobe itself caps dumps at depth 400).
+// directly, with no intermediate DOM. Strings are returned as views into a scratch buffer that
+// stays valid only until the next call. Every error throws InputError naming the file and byte
+// offset. Nesting deeper than max_depth is an error (msprobe itself caps dumps at depth 400).
 #pragma once
 
 #include <cstddef>

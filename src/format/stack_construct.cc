@@ -17,7 +17,8 @@ std::vector<uint32_t> read_string_list(JsonCursor& c, StringPool& pool, const ch
   if (c.peek() != JsonType::kArray) c.fail_schema(std::string(what) + " must be a list of strings");
   c.begin_array();
   while (c.next_item()) {
-    if (c.peek() != JsonType::kString) c.fail_schema(std::string(what) + " must be a list of strings");
+    if (c.peek() != JsonType::kString)
+      c.fail_schema(std::string(what) + " must be a list of strings");
     out.push_back(pool.intern(c.read_string()));
   }
   return out;

@@ -85,8 +85,8 @@ TEST(DumpReader, EveryFixtureDumpLoads) {
       EXPECT_NO_THROW(read_construct_json(path)) << path;
       continue;
     }
-    bool dumpish = name == "dump.json" || name == "forward.json" || name.rfind("api_info", 0) == 0 ||
-                   malformed;
+    bool dumpish = name == "dump.json" || name == "forward.json" ||
+                   name.rfind("api_info", 0) == 0 || malformed;
     if (!dumpish || e.path().extension() != ".json") continue;
     if (malformed) {
       try {
@@ -212,8 +212,10 @@ TEST(DumpReader, CorruptInputsGiveClearErrors) {
   EXPECT_NE(load_error(R"({"data": {}, "data": {}})").find("duplicate"), std::string::npos);
   const char* bad_shapes[] = {"[NaN]", "[-1]", "[1.5]", "[\"2\"]", "3", "[[2]]"};
   for (const char* s : bad_shapes) {
-    std::string t = std::string(R"({"data": {"A.a.0.forward": {"output": [{"dtype": "torch.float32", "shape": )") +
-                    s + "}]}}}";
+    std::string t =
+        std::string(
+            R"({"data": {"A.a.0.forward": {"output": [{"dtype": "torch.float32", "shape": )") +
+        s + "}]}}}";
     EXPECT_NE(load_error(t).find("shape"), std::string::npos) << s;
   }
   std::string deep = R"({"data": {"A.a.0.forward": {"output": )" + std::string(2000, '[');

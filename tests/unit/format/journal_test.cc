@@ -20,8 +20,7 @@ using numprobe::testing::write_file;
 
 namespace {
 
-const std::string kQuick =
-    "quick_start_resnet50_gpu_mix_statistics/step0/proc2016/";
+const std::string kQuick = "quick_start_resnet50_gpu_mix_statistics/step0/proc2016/";
 
 // Replays a fixture rank dir through DumpWriter: entries, then stacks and construct edges in the
 // order they appear in the files.
