@@ -43,9 +43,9 @@ class StatsCommand : public Subcommand {
   int run() override {
     int failures = 0;
     if (!json_) {
-      printf("%-40s %-9s %-16s %12s %24s %24s %24s %24s %6s %6s %6s %8s %8s\n", "file", "dtype",
-             "shape", "count", "min", "max", "mean", "norm", "nan", "+inf", "-inf", "zeros",
-             "crc32");
+      printf("%-9s %-16s %10s %24s %24s %24s %24s %5s %5s %5s %8s %8s  %s\n", "dtype", "shape",
+             "count", "min", "max", "mean", "norm", "nan", "+inf", "-inf", "zeros", "crc32",
+             "file");
     }
     for (const auto& f : files_) {
       try {
@@ -84,12 +84,12 @@ class StatsCommand : public Subcommand {
       printf("%s\n", out.c_str());
       return;
     }
-    printf("%-40s %-9s %-16s %12llu %24s %24s %24s %24s %6llu %6llu %6llu %8llu %8s\n",
-           path.c_str(), std::string(dtype_name(h.dtype)).c_str(), shape_text(h.shape).c_str(),
+    printf("%-9s %-16s %10llu %24s %24s %24s %24s %5llu %5llu %5llu %8llu %8s  %s\n",
+           std::string(dtype_name(h.dtype)).c_str(), shape_text(h.shape).c_str(),
            (unsigned long long)s.count, py(s.min).c_str(), py(s.max).c_str(), py(s.mean()).c_str(),
            py(s.norm()).c_str(), (unsigned long long)s.nan_count,
            (unsigned long long)s.pos_inf_count, (unsigned long long)s.neg_inf_count,
-           (unsigned long long)s.zero_count, crc32_hex(crc).c_str());
+           (unsigned long long)s.zero_count, crc32_hex(crc).c_str(), path.c_str());
   }
 
   static std::string xxh3_hex(const void* p, size_t n) {
