@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace numprobe::testing {
 
@@ -12,5 +13,13 @@ std::string msprobe_fixture(const std::string& rel);
 std::string scratch_dir(const std::string& name);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
+
+// A CSV table (RFC 4180 quoting, multi-line cells) keyed by header name.
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  size_t column(const std::string& name) const;  // throws if absent
+};
+CsvTable read_csv(const std::string& path);
 
 }  // namespace numprobe::testing
