@@ -26,6 +26,12 @@ demo: build
 	@echo
 	@echo "== crash safety: a dump whose writer died mid-step, recovered =="
 	@bash scripts/demo_recover.sh $(BIN)
+	@echo
+	@echo "== compare: ResNet-50 step 0 vs step 1 (weights changed by the optimizer step) =="
+	$(BIN) compare -t $(FX)/quick_start_resnet50_gpu_mix_statistics/step0 -g $(FX)/quick_start_resnet50_gpu_mix_statistics/step1 -o demo_out/resnet -s
+	@echo
+	@echo "== compare: tensor dumps with one API made wrong (big_error) =="
+	$(BIN) compare -t $(FX)/synthetic_edge_cases/tensor/npu -g $(FX)/synthetic_edge_cases/tensor/bench -o demo_out/synthetic
 
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-asan test-fuzz check-format
@@ -59,9 +65,10 @@ format:
 bench: build
 	build/bin/bench_stats
 	build/bin/bench_json
+	build/bin/bench_compare
 
 install: build
 	cmake --install build
 
 clean:
-	rm -rf build build-debug build-fuzz *.configure.log
+	rm -rf build build-debug build-fuzz demo_out *.configure.log

@@ -31,5 +31,6 @@ std::unique_ptr<Subcommand> make_info_command();
 std::unique_ptr<Subcommand> make_stats_command();
 std::unique_ptr<Subcommand> make_recover_command();
 std::unique_ptr<Subcommand> make_rewrite_command();
+std::unique_ptr<Subcommand> make_compare_command();
 
 }  // namespace numprobe::cli

@@ -1,0 +1,138 @@
+// numprobe compare -t <target> -g <golden> -o <out>: compare two runs, name the first divergence.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/subcommand.h"
+#include "format/file_util.h"
+#include "format/json_cursor.h"
+#include "format/mapped_file.h"
+#include "numprobe/compare.h"
+#include "numprobe/error.h"
+
+namespace fs = std::filesystem;
+
+namespace numprobe::cli {
+namespace {
+
+std::string label(const RankLocation& l) {
+  std::string s = "step";
+  s += l.step >= 0 ? std::to_string(l.step) : "0";
+  s += "_";
+  s += l.rank >= 0 ? "rank" + std::to_string(l.rank)
+                   : (l.rank_label.empty() ? "rank" : l.rank_label);
+  return s;
+}
+
+class CompareCommand : public Subcommand {
+ public:
+  const char* name() const override { return "compare"; }
+  const char* summary() const override {
+    return "Compare a target run with a golden run: msprobe's metrics per row, first divergence";
+  }
+  std::vector<Flag> flags() override {
+    return {
+        {"-t,--target", "dump of the run that misbehaves (file, rank/step dir or root)",
+         Flag::kString, &target_},
+        {"-g,--golden", "dump of the benchmark run", Flag::kString, &golden_},
+        {"-i,--input", "msprobe compare.json (npu_path, bench_path, stack_path)", Flag::kString,
+         &input_},
+        {"-o,--out", "output directory (created)", Flag::kString, &out_, true},
+        {"-s,--stack", "add the target's call stack to each row", Flag::kBool, &stack_},
+    };
+  }
+
+  int run() override {
+    if (!input_.empty()) read_input_json();
+    if (target_.empty() || golden_.empty()) {
+      throw Error("give -t <target> and -g <golden>, or -i compare.json");
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    CompareReport rep = compare_dumps(target_, golden_);
+    fs::create_directories(out_);
+    for (const PairResult& p : rep.pairs) {
+      std::string path = out_ + "/compare_result_" + label(p.target_where) + ".csv";
+      format::write_file_atomic(path, render_compare_csv(p, stack_));
+    }
+    format::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report(rep, secs);
+    return 0;
+  }
+
+ private:
+  // The two innermost frames outside the dump tool itself (msprobe's hook frames come first).
+  static void print_user_frames(const StackTable& st, const std::string& entry) {
+    const auto* frames = st.frames_of(entry);
+    if (!frames) return;
+    int shown = 0;
+    for (uint32_t id : *frames) {
+      std::string f(st.strings.get(id));
+      if (f.find("/msprobe/") != std::string::npos || f.find("/numprobe/") != std::string::npos) {
+        continue;
+      }
+      for (char& c : f) {
+        if (c == '\n') c = ' ';
+      }
+      printf("    at %s\n", f.c_str());
+      if (++shown == 2) break;
+    }
+  }
+
+  void read_input_json() {
+    format::MappedFile f(input_);
+    format::JsonCursor c(f.data(), f.size(), input_);
+    c.begin_object();
+    std::string_view k;
+    while (c.next_key(k)) {
+      std::string key(k);
+      if (key == "npu_path" || key == "bench_path" || key == "stack_path") {
+        if (c.peek() != format::JsonType::kString) c.fail_schema(key + " must be a string");
+        std::string v(c.read_string());
+        if (key == "npu_path") target_ = v;
+        if (key == "bench_path") golden_ = v;
+        if (key == "stack_path") stack_ = true;
+      } else if (key == "is_print_compare_log") {
+        c.skip_value();
+      } else {
+        c.fail_schema("unknown field \"" + key +
+                      "\" (expected npu_path, bench_path, stack_path, "
+                      "is_print_compare_log)");
+      }
+    }
+    c.expect_end();
+  }
+
+  void report(const CompareReport& rep, double secs) {
+    for (const PairResult& p : rep.pairs) {
+      printf(
+          "%s (%s mode): %zu rows · %zu matched · %zu pass · %zu warning · %zu error · "
+          "%zu target-only · %zu golden-only\n",
+          label(p.target_where).c_str(), compare_mode_name(p.mode), p.rows.size(), p.matched,
+          p.pass, p.warning, p.error, p.unmatched_target, p.unmatched_golden);
+      if (!p.first_divergence) {
+        printf("  no divergence: every matched row passes\n");
+        continue;
+      }
+      const FirstDivergence& f = *p.first_divergence;
+      printf("  first divergence: %s (%s)\n    row %s\n", f.entry.c_str(), f.reason.c_str(),
+             f.row.c_str());
+      if (!f.module.empty()) printf("    in %s\n", f.module.c_str());
+      if (p.target.stack) print_user_frames(*p.target.stack, f.entry);
+    }
+    for (const auto& s : rep.problems) printf("warning: %s\n", s.c_str());
+    printf("wrote %s/summary.json and %zu csv file(s) in %.3f s\n", out_.c_str(), rep.pairs.size(),
+           secs);
+  }
+
+  std::string target_, golden_, input_, out_;
+  bool stack_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Subcommand> make_compare_command() {
+  return std::make_unique<CompareCommand>();
+}
+
+}  // namespace numprobe::cli

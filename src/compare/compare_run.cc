@@ -1,0 +1,283 @@
+// Orchestration of a compare: rank pairing, mode detection, per-row verdicts, first divergence.
+#include <map>
+
+#include "numprobe/compare.h"
+#include "numprobe/entry_name.h"
+#include "numprobe/error.h"
+#include "numprobe/npy.h"
+
+namespace numprobe {
+namespace {
+
+// msprobe's "Accuracy Reached or Not" = No thresholds (reference/msprobe.md 2.4).
+constexpr double kCosOk = 0.99, kCosMin = 0.9, kAbsOk = 0.001, kAbsMax = 1.0;
+
+std::string rank_key(const RankLocation& l) {
+  return std::to_string(l.step) + "/" + (l.rank >= 0 ? std::to_string(l.rank) : "single");
+}
+
+bool has_md5(const DumpFile& d) {
+  for (const TensorLeaf& t : d.tensors) {
+    if (t.md5 != kNoString) return true;
+  }
+  return false;
+}
+
+CompareMode detect_mode(const DumpFile& t, const DumpFile& g) {
+  bool t_md5 = has_md5(t), g_md5 = has_md5(g);
+  if (t_md5 != g_md5) {
+    throw InputError(t.path, std::string("one dump has md5 summaries and the other has not (") +
+                                 g.path + "): compare needs the same summary_mode on both sides");
+  }
+  if (t_md5) return CompareMode::kMd5;
+  if (t.task() == "tensor" && g.task() == "tensor") return CompareMode::kTensor;
+  return CompareMode::kStatistics;
+}
+
+// A worse status replaces a better one; at equal status the first reason stays.
+void set(RowResult& r, RowStatus s, const char* reason, const std::string& message = "") {
+  if (static_cast<int>(s) > static_cast<int>(r.status) || (s == r.status && r.reason.empty())) {
+    r.status = s;
+    r.reason = reason;
+  }
+  if (!message.empty()) r.message += message + " ";
+}
+
+std::vector<double> load_tensor(const RankLocation& where, const CompareRow& r) {
+  NpyFile f = NpyFile::open(where.dir + "/dump_tensor_data/" + r.data_name);
+  const NpyHeader& h = f.header();
+  DType dt = h.dtype;
+  if (dt == DType::kUnknown && dtype_size(r.element_type) == h.itemsize) dt = r.element_type;
+  std::vector<double> v(h.element_count);
+  decode_to_double(f.data(), v.size(), dt, v.data());
+  return v;
+}
+
+void judge_tensor_data(PairResult& p, RowResult& r, const CompareRow& t, const CompareRow& g) {
+  if (t.data_name.empty() || g.data_name.empty()) {
+    set(r, RowStatus::kWarning, "no_data_file", "NPU or bench has no data file.");
+    return;
+  }
+  std::vector<double> a, b;
+  try {
+    a = load_tensor(p.target_where, t);
+    b = load_tensor(p.golden_where, g);
+  } catch (const InputError& e) {
+    set(r, RowStatus::kError, "data_unreadable", e.what());
+    return;
+  }
+  r.tensor =
+      tensor_metrics(a.data(), a.size(), b.data(), b.size(), g.element_type, t.shape.empty());
+  const TensorMetrics& m = r.tensor;
+  switch (m.reason) {
+    case TensorVerdictReason::kNanInfMismatch:
+      set(r, RowStatus::kError, "nan_inf_mismatch",
+          "The position of inf or nan in NPU and bench Tensor do not match.");
+      return;
+    case TensorVerdictReason::kEmpty:
+      set(r, RowStatus::kPass, "empty", "This is empty data, can not compare.");
+      return;
+    default:
+      break;
+  }
+  if (m.cosine_zero_side) {
+    set(r, RowStatus::kError, "one_side_all_zero",
+        "Cannot compare by Cosine Similarity, one side is all zero.");
+    return;
+  }
+  const bool bad =
+      (m.has_cosine && ((m.cosine < kCosOk && m.max_abs > kAbsOk) || m.cosine < kCosMin)) ||
+      m.max_abs > kAbsMax;
+  set(r, bad ? RowStatus::kError : RowStatus::kPass, bad ? "accuracy_thresholds" : "");
+}
+
+void judge(PairResult& p, RowResult& r) {
+  const RowPair& rp = r.pair;
+  if (rp.target < 0) {
+    set(r, RowStatus::kUnmatched, "golden_only", "Only in the golden dump.");
+    return;
+  }
+  if (rp.golden < 0) {
+    set(r, RowStatus::kUnmatched, "no_golden_row", "No bench data matched.");
+    return;
+  }
+  const CompareRow& t = p.target_rows[rp.target];
+  const CompareRow& g = p.golden_rows[rp.golden];
+  r.status = RowStatus::kPass;
+  if (t.kind != g.kind) {
+    set(r, RowStatus::kError, "kind_mismatch", "Different kinds of value.");
+    return;
+  }
+  if (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) {
+    if (t.md5 != g.md5 || t.dtype != g.dtype)
+      set(r, RowStatus::kError, "value_mismatch", "Values differ.");
+    return;
+  }
+  if (t.kind != RowKind::kTensor) return;
+  r.stats = statistics_metrics(t, g);
+  if (t.shape != g.shape) {
+    set(r, RowStatus::kError, "shape_mismatch", "Shape of NPU and bench tensor do not match.");
+    return;
+  }
+  switch (p.mode) {
+    case CompareMode::kMd5:
+      if (t.md5 != g.md5) set(r, RowStatus::kError, "md5_different", "CRC-32 differs.");
+      break;
+    case CompareMode::kStatistics:
+      if (r.stats.reason == "nan_inf_mismatch") {
+        set(r, RowStatus::kError, "nan_inf_mismatch", "NaN/Inf statistics differ.");
+      } else if (r.stats.warning) {
+        set(r, RowStatus::kWarning, "stats_magnitude", "Need double check api accuracy.");
+      }
+      break;
+    case CompareMode::kTensor:
+      judge_tensor_data(p, r, t, g);
+      break;
+  }
+  if (t.dtype != g.dtype)
+    set(r, RowStatus::kWarning, "dtype_mismatch", "Dtype of NPU and bench tensor do not match.");
+  if (t.requires_grad != g.requires_grad) {
+    set(r, RowStatus::kWarning, "requires_grad_mismatch", "Requires_grad inconsistent.");
+  }
+}
+
+bool diverged(const RowResult& r) {
+  return r.status == RowStatus::kError || r.status == RowStatus::kWarning;
+}
+
+void find_first_divergence(PairResult& p) {
+  // Rows are grouped by target entry in execution order.
+  size_t i = 0;
+  while (i < p.rows.size()) {
+    if (p.rows[i].pair.target < 0) {
+      ++i;
+      continue;
+    }
+    const uint32_t e = p.target_rows[p.rows[i].pair.target].entry;
+    size_t end = i;
+    const RowResult* bad_input = nullptr;
+    const RowResult* bad_output = nullptr;
+    while (end < p.rows.size() && p.rows[end].pair.target >= 0 &&
+           p.target_rows[p.rows[end].pair.target].entry == e) {
+      const RowResult& r = p.rows[end];
+      const RowState st = p.target_rows[r.pair.target].state;
+      if (diverged(r)) {
+        bool input = st == RowState::kInput || st == RowState::kParameters;
+        if (input && !bad_input) bad_input = &r;
+        if (!input && !bad_output) bad_output = &r;
+      }
+      ++end;
+    }
+    if (bad_input || bad_output) {
+      FirstDivergence f;
+      f.entry = std::string(p.target.dump.entry_name(e));
+      const RowResult* row = bad_input ? bad_input : bad_output;
+      f.row = p.target_rows[row->pair.target].name;
+      f.direction = std::string(direction_name(parse_entry_name(f.entry).direction));
+      if (p.target.construct) {
+        auto parent = p.target.construct->parent_of(f.entry);
+        if (parent) f.module = std::string(*parent);
+      }
+      f.reason = bad_input ? "inputs_already_differ" : "outputs_diverge";
+      p.first_divergence = f;
+      return;
+    }
+    i = end;
+  }
+}
+
+}  // namespace
+
+const char* compare_mode_name(CompareMode m) {
+  switch (m) {
+    case CompareMode::kTensor:
+      return "tensor";
+    case CompareMode::kStatistics:
+      return "statistics";
+    case CompareMode::kMd5:
+      return "md5";
+  }
+  return "?";
+}
+
+const char* row_status_name(RowStatus s) {
+  switch (s) {
+    case RowStatus::kPass:
+      return "pass";
+    case RowStatus::kWarning:
+      return "warning";
+    case RowStatus::kError:
+      return "error";
+    case RowStatus::kUnmatched:
+      return "unmatched";
+  }
+  return "?";
+}
+
+void compare_pair(PairResult& p) {
+  p.mode = detect_mode(p.target.dump, p.golden.dump);
+  p.target_rows = flatten_rows(p.target.dump);
+  p.golden_rows = flatten_rows(p.golden.dump);
+  std::vector<RowPair> pairs =
+      pair_rows(pair_entries(p.target.dump, p.golden.dump), p.target_rows, p.golden_rows);
+  p.rows.clear();
+  p.rows.reserve(pairs.size());
+  for (const RowPair& rp : pairs) {
+    RowResult r;
+    r.pair = rp;
+    judge(p, r);
+    if (!r.message.empty()) r.message.pop_back();
+    switch (r.status) {
+      case RowStatus::kPass:
+        ++p.pass;
+        break;
+      case RowStatus::kWarning:
+        ++p.warning;
+        break;
+      case RowStatus::kError:
+        ++p.error;
+        break;
+      case RowStatus::kUnmatched:
+        break;
+    }
+    if (rp.target >= 0 && rp.golden >= 0) ++p.matched;
+    if (rp.golden < 0) ++p.unmatched_target;
+    if (rp.target < 0) ++p.unmatched_golden;
+    p.rows.push_back(std::move(r));
+  }
+  find_first_divergence(p);
+}
+
+CompareReport compare_dumps(const std::string& target, const std::string& golden) {
+  std::vector<RankLocation> t = find_rank_dumps(target), g = find_rank_dumps(golden);
+  CompareReport report;
+  std::vector<std::pair<RankLocation, RankLocation>> todo;
+  if (t.size() == 1 && g.size() == 1) {
+    todo.emplace_back(t[0], g[0]);
+  } else {
+    std::map<std::string, RankLocation> golden_by_key;
+    for (const auto& l : g) golden_by_key.emplace(rank_key(l), l);
+    for (const auto& l : t) {
+      auto it = golden_by_key.find(rank_key(l));
+      if (it == golden_by_key.end()) {
+        report.problems.push_back("only in target: " + l.dir);
+        continue;
+      }
+      todo.emplace_back(l, it->second);
+      golden_by_key.erase(it);
+    }
+    for (const auto& [k, l] : golden_by_key) report.problems.push_back("only in golden: " + l.dir);
+  }
+  for (auto& [tl, gl] : todo) {
+    PairResult p;
+    p.target_where = tl;
+    p.golden_where = gl;
+    p.target = load_rank_dump(tl);
+    p.golden = load_rank_dump(gl);
+    compare_pair(p);
+    report.pairs.push_back(std::move(p));
+  }
+  return report;
+}
+
+}  // namespace numprobe
