@@ -63,6 +63,14 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
 // One pair, already loaded.
 void compare_pair(PairResult& p);
 
+// msprobe's compare.json: {"npu_path", "bench_path", "stack_path"?, "is_print_compare_log"?}.
+// Throws InputError naming the file for malformed JSON, wrong types or unknown fields.
+struct CompareInput {
+  std::string target, golden;
+  bool stack = false;
+};
+CompareInput parse_compare_input(std::string_view text, const std::string& name);
+
 // Writers. CSV cells that start like a spreadsheet formula are prefixed with "'".
 std::string render_compare_csv(const PairResult& p, bool with_stack);
 std::string render_summary_json(const CompareReport& r);

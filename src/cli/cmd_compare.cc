@@ -5,7 +5,6 @@
 
 #include "cli/subcommand.h"
 #include "format/file_util.h"
-#include "format/json_cursor.h"
 #include "format/mapped_file.h"
 #include "numprobe/compare.h"
 #include "numprobe/error.h"
@@ -81,26 +80,10 @@ class CompareCommand : public Subcommand {
 
   void read_input_json() {
     format::MappedFile f(input_);
-    format::JsonCursor c(f.data(), f.size(), input_);
-    c.begin_object();
-    std::string_view k;
-    while (c.next_key(k)) {
-      std::string key(k);
-      if (key == "npu_path" || key == "bench_path" || key == "stack_path") {
-        if (c.peek() != format::JsonType::kString) c.fail_schema(key + " must be a string");
-        std::string v(c.read_string());
-        if (key == "npu_path") target_ = v;
-        if (key == "bench_path") golden_ = v;
-        if (key == "stack_path") stack_ = true;
-      } else if (key == "is_print_compare_log") {
-        c.skip_value();
-      } else {
-        c.fail_schema("unknown field \"" + key +
-                      "\" (expected npu_path, bench_path, stack_path, "
-                      "is_print_compare_log)");
-      }
-    }
-    c.expect_end();
+    CompareInput in = parse_compare_input(std::string_view(f.data(), f.size()), input_);
+    target_ = in.target;
+    golden_ = in.golden;
+    stack_ = stack_ || in.stack;
   }
 
   void report(const CompareReport& rep, double secs) {
