@@ -107,3 +107,19 @@ def test_csv_cells_cannot_become_formulas(cli, fixtures, tmp_path):
             assert not r[k].startswith(("=", "+", "@", "-")), r[k]
     # Numbers stay numbers: a negative diff is not quoted away.
     assert all(not r["Min diff"].startswith("'") for r in rows)
+
+
+@pytest.mark.parametrize("path", [
+    "quick_start_resnet50_gpu_mix_statistics/step0",
+    "synthetic_edge_cases/tensor/npu",
+    "synthetic_edge_cases/md5/npu",
+    "cross_framework_ms_vs_pt/pytorch_data",
+])
+def test_a_dump_against_itself_has_no_divergence(cli, fixtures, tmp_path, path):
+    out = tmp_path / "self"
+    cli("compare", "-t", fixtures / path, "-g", fixtures / path, "-o", out)
+    (pair,) = json.loads((out / "summary.json").read_text())["pairs"]
+    assert pair["first_divergence"] is None
+    assert pair["error"] == 0 and pair["warning"] == 0
+    assert pair["unmatched_target"] == 0 and pair["unmatched_golden"] == 0
+    assert pair["pass"] == pair["rows"] > 0
