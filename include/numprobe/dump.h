@@ -59,6 +59,7 @@ enum class StatKind : uint8_t { kAbsent, kNull, kFloat, kInt, kBool };
 struct StatValue {
   StatKind kind = StatKind::kAbsent;
   double v = 0;
+  int64_t i = 0;  // kInt: the exact value (v is its nearest double)
   bool has_number() const { return kind == StatKind::kFloat || kind == StatKind::kInt; }
 };
 

@@ -20,6 +20,8 @@
 namespace numprobe {
 
 class DumpFile;
+struct ConstructTable;
+struct ConstructEdge;
 
 inline constexpr const char* kJournalFileName = "dump.journal";
 
@@ -36,8 +38,9 @@ struct DumpWriterOptions {
 
 class DumpWriter {
  public:
-  // Creates rank_dir if needed. Throws Error if a journal is already there (a previous writer died:
-  // recover it first) or the directory cannot be written.
+  // Creates rank_dir if needed and removes dump.json/stack.json/construct.json of an earlier run
+  // there (the journal is the authority from now on). Throws Error if a journal is already there
+  // (a previous writer died: recover it first) or the directory cannot be written.
   DumpWriter(const std::string& rank_dir, const DumpHeader& header, DumpWriterOptions opt = {});
   // Header copied verbatim from a dump that was read (all top-level members except "data").
   DumpWriter(const std::string& rank_dir, const DumpFile& header_from, DumpWriterOptions opt = {});
@@ -53,8 +56,11 @@ class DumpWriter {
   void add_stack(std::string_view name, const std::vector<std::string>& frames);
   // parent: nullopt writes null.
   void add_construct(std::string_view name, std::optional<std::string_view> parent);
+  // An edge read from a construct.json, in its own form (Megatron's [parent, micro_step] too).
+  void add_construct(const ConstructTable& table, const ConstructEdge& edge);
 
-  // Assembles the three files and removes the journal. No more records may be added.
+  // Assembles the three files and removes the journal. No more records may be added. Throws
+  // (committing nothing, keeping the journal) if the journal was damaged meanwhile.
   void finish();
 
   size_t entries() const { return entries_; }
@@ -62,6 +68,7 @@ class DumpWriter {
 
  private:
   void open_journal();
+  void append_header(const std::vector<std::string_view>& fields);
   void append(char type, const std::vector<std::string_view>& fields);
 
   std::string dir_;
@@ -96,9 +103,8 @@ AssembledDump assemble_journal(const std::string& journal_path);
 // Same over journal bytes in memory; `name` is used in messages.
 AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::string& name);
 
-// Writes dump.json/stack.json/construct.json from rank_dir/dump.journal and removes the journal.
-// If dump.json already exists (the writer died after assembling), only the journal is removed.
-// report.had_journal is false when there is nothing to recover.
+// Writes dump.json/stack.json/construct.json from rank_dir/dump.journal (keeping every intact
+// record) and removes the journal. report.had_journal is false when there is nothing to recover.
 RecoverReport recover_rank_dir(const std::string& rank_dir);
 
 }  // namespace numprobe

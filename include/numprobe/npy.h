@@ -65,6 +65,11 @@ class NpyFile {
   size_t map_size_ = 0;
 };
 
+// The element type of a file's data: its own dtype, or, for raw-bits files ('<u2', '|u1' parse as
+// kUnknown), `declared` (the dtype dump.json gives for the tensor) when the item sizes agree.
+// kUnknown if neither applies.
+DType resolve_npy_dtype(const NpyHeader& h, DType declared);
+
 enum class NpyNarrowMode { kExplicitDescr, kRawBits };
 
 // Writes a C-order (or Fortran-order if fortran_order) array. Writes to path + ".tmp" then renames,

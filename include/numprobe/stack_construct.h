@@ -53,5 +53,7 @@ ConstructTable parse_construct_json(std::string_view text, const std::string& na
 // from the legacy format).
 std::string render_stack_json(const StackTable& t);
 std::string render_construct_json(const ConstructTable& t);
+// The value of one edge as it appears in construct.json (null, "parent" or [parent, micro_step]).
+std::string render_construct_parent(const ConstructTable& t, const ConstructEdge& e);
 
 }  // namespace numprobe

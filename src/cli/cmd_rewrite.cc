@@ -36,6 +36,8 @@ class RewriteCommand : public Subcommand {
       RankDump d = load_rank_dump(loc);
       fs::path rel = fs::path(loc.dir).lexically_relative(root);
       fs::path dst = fs::path(out_) / (rel.empty() || rel == "." ? fs::path() : rel);
+      // Tensors first: a failure there must not leave a journal behind in the output.
+      TensorCopy copied = copy_tensors(d, loc.dir, dst.string());
       DumpWriter w(dst.string(), d.dump);
       for (size_t i = 0; i < d.dump.entries.size(); ++i) w.add_entry(d.dump, i);
       if (d.stack) {
@@ -47,13 +49,8 @@ class RewriteCommand : public Subcommand {
         }
       }
       if (d.construct) {
-        for (const ConstructEdge& e : d.construct->edges) {
-          std::optional<std::string_view> parent;
-          if (e.parent != kNoString) parent = d.construct->strings.get(e.parent);
-          w.add_construct(d.construct->strings.get(e.node), parent);
-        }
+        for (const ConstructEdge& e : d.construct->edges) w.add_construct(*d.construct, e);
       }
-      TensorCopy copied = copy_tensors(d, loc.dir, dst.string());
       if (!no_finish_) w.finish();
       printf("%s -> %s (%zu entries%s", loc.dir.c_str(), dst.string().c_str(), w.entries(),
              no_finish_ ? ", journal left unassembled" : "");
@@ -91,15 +88,19 @@ class RewriteCommand : public Subcommand {
       if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) {
         NpyFile in = NpyFile::open(src + name);
         const NpyHeader& h = in.header();
-        DType dt = h.dtype;
-        if (dt == DType::kUnknown && dtype_size(t.dtype) == h.itemsize) dt = t.dtype;
-        if (dt == DType::kUnknown) throw InputError(src + name, "unsupported dtype " + h.descr);
-        write_npy(dst + name, in.data(), dt, h.shape, h.fortran_order);
-        ++c.npy;
-      } else {
-        fs::copy_file(src + name, dst + name, fs::copy_options::overwrite_existing);
-        ++c.other;
+        const DType dt = resolve_npy_dtype(h, t.dtype);
+        if (dt != DType::kUnknown) {
+          // Raw-bits files stay raw so that plain numpy still loads them.
+          const auto mode =
+              h.dtype == DType::kUnknown ? NpyNarrowMode::kRawBits : NpyNarrowMode::kExplicitDescr;
+          write_npy(dst + name, in.data(), dt, h.shape, h.fortran_order, mode);
+          ++c.npy;
+          continue;
+        }
       }
+      // msprobe's .pt files and descrs numprobe does not decode are copied unchanged.
+      fs::copy_file(src + name, dst + name, fs::copy_options::overwrite_existing);
+      ++c.other;
     }
     return c;
   }

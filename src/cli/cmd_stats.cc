@@ -53,6 +53,9 @@ class StatsCommand : public Subcommand {
       } catch (const InputError& e) {
         fprintf(stderr, "numprobe stats: error: %s\n", e.what());
         ++failures;
+      } catch (const Error& e) {
+        fprintf(stderr, "numprobe stats: error: %s: %s\n", f.c_str(), e.what());
+        ++failures;
       }
     }
     return failures ? 1 : 0;

@@ -1,6 +1,7 @@
 // numprobe: one binary, one small class per subcommand (see subcommand.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/subcommand.h"
@@ -61,6 +62,9 @@ int main(int argc, char** argv) {
     try {
       return cmd->run();
     } catch (const numprobe::Error& e) {
+      fprintf(stderr, "numprobe %s: error: %s\n", cmd->name(), e.what());
+      return 1;
+    } catch (const std::filesystem::filesystem_error& e) {
       fprintf(stderr, "numprobe %s: error: %s\n", cmd->name(), e.what());
       return 1;
     } catch (const std::exception& e) {

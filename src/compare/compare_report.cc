@@ -20,7 +20,7 @@ std::string stat_cell(const StatValue& s) {
     case StatKind::kFloat:
       return num(s.v);
     case StatKind::kInt:
-      return std::to_string(static_cast<int64_t>(s.v));
+      return std::to_string(s.i);
     case StatKind::kBool:
       return s.v != 0 ? "True" : "False";
     default:

@@ -12,8 +12,17 @@ namespace {
 // msprobe's "Accuracy Reached or Not" = No thresholds (reference/msprobe.md 2.4).
 constexpr double kCosOk = 0.99, kCosMin = 0.9, kAbsOk = 0.001, kAbsMax = 1.0;
 
-std::string rank_key(const RankLocation& l) {
-  return std::to_string(l.step) + "/" + (l.rank >= 0 ? std::to_string(l.rank) : "single");
+// (step, rank id); dumps without a rank id ("rank", "proc{pid}": pids differ between runs) pair by
+// their order within the step.
+std::vector<std::string> rank_keys(const std::vector<RankLocation>& locs) {
+  std::map<int64_t, int> unnamed;
+  std::vector<std::string> keys;
+  for (const auto& l : locs) {
+    std::string k = std::to_string(l.step) + "/";
+    k += l.rank >= 0 ? std::to_string(l.rank) : "#" + std::to_string(unnamed[l.step]++);
+    keys.push_back(k);
+  }
+  return keys;
 }
 
 bool has_md5(const DumpFile& d) {
@@ -46,8 +55,7 @@ void set(RowResult& r, RowStatus s, const char* reason, const std::string& messa
 std::vector<double> load_tensor(const RankLocation& where, const CompareRow& r) {
   NpyFile f = NpyFile::open(where.dir + "/dump_tensor_data/" + r.data_name);
   const NpyHeader& h = f.header();
-  DType dt = h.dtype;
-  if (dt == DType::kUnknown && dtype_size(r.element_type) == h.itemsize) dt = r.element_type;
+  const DType dt = resolve_npy_dtype(h, r.element_type);
   std::vector<double> v(h.element_count);
   decode_to_double(f.data(), v.size(), dt, v.data());
   return v;
@@ -62,8 +70,9 @@ void judge_tensor_data(PairResult& p, RowResult& r, const CompareRow& t, const C
   try {
     a = load_tensor(p.target_where, t);
     b = load_tensor(p.golden_where, g);
-  } catch (const InputError& e) {
-    set(r, RowStatus::kError, "data_unreadable", e.what());
+  } catch (const Error& e) {  // unreadable file, or a dtype neither file nor dump.json names
+    set(r, RowStatus::kError, "data_unreadable",
+        std::string(e.what()) + " (" + t.data_name + " / " + g.data_name + ")");
     return;
   }
   r.tensor =
@@ -73,6 +82,10 @@ void judge_tensor_data(PairResult& p, RowResult& r, const CompareRow& t, const C
     case TensorVerdictReason::kNanInfMismatch:
       set(r, RowStatus::kError, "nan_inf_mismatch",
           "The position of inf or nan in NPU and bench Tensor do not match.");
+      return;
+    case TensorVerdictReason::kShapeMismatch:
+      set(r, RowStatus::kError, "data_size_mismatch",
+          "The data files hold different element counts although dump.json shapes agree.");
       return;
     case TensorVerdictReason::kEmpty:
       set(r, RowStatus::kPass, "empty", "This is empty data, can not compare.");
@@ -256,9 +269,11 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
     todo.emplace_back(t[0], g[0]);
   } else {
     std::map<std::string, RankLocation> golden_by_key;
-    for (const auto& l : g) golden_by_key.emplace(rank_key(l), l);
-    for (const auto& l : t) {
-      auto it = golden_by_key.find(rank_key(l));
+    const auto gk = rank_keys(g), tk = rank_keys(t);
+    for (size_t i = 0; i < g.size(); ++i) golden_by_key.emplace(gk[i], g[i]);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const RankLocation& l = t[i];
+      auto it = golden_by_key.find(tk[i]);
       if (it == golden_by_key.end()) {
         report.problems.push_back("only in target: " + l.dir);
         continue;

@@ -121,7 +121,7 @@ class Flattener {
         r.has_shape = true;
         StatValue v;
         if (n.value_kind == NodeKind::kInt) {
-          v = {StatKind::kInt, static_cast<double>(n.i)};
+          v = {StatKind::kInt, static_cast<double>(n.i), n.i};
         } else if (n.value_kind == NodeKind::kFloat) {
           v = {StatKind::kFloat, n.f};
         } else if (n.value_kind == NodeKind::kBool) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -20,16 +21,10 @@ std::string op_key(std::string_view name) {
   return k;
 }
 
-// For each entry, its ordinal among entries with the same op key.
-std::vector<std::pair<std::string, uint32_t>> ordinals(const DumpFile& d) {
-  std::unordered_map<std::string, uint32_t> seen;
-  std::vector<std::pair<std::string, uint32_t>> out;
+std::vector<std::string> op_keys(const DumpFile& d) {
+  std::vector<std::string> out;
   out.reserve(d.entries.size());
-  for (size_t i = 0; i < d.entries.size(); ++i) {
-    std::string k = op_key(d.entry_name(i));
-    uint32_t n = seen[k]++;
-    out.emplace_back(std::move(k), n);
-  }
+  for (size_t i = 0; i < d.entries.size(); ++i) out.push_back(op_key(d.entry_name(i)));
   return out;
 }
 
@@ -64,17 +59,23 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
   }
   // Renumbering: the n-th call of an op pairs with the n-th call of the same op, among entries
   // exact matching left over.
-  auto to = ordinals(target), go = ordinals(golden);
+  const bool leftovers = std::count(used.begin(), used.end(), false) > 0 &&
+                         std::count(p.how.begin(), p.how.end(), MatchKind::kUnmatched) > 0;
+  std::vector<std::string> to, go;
+  if (leftovers) {
+    to = op_keys(target);
+    go = op_keys(golden);
+  }
   std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
-  for (uint32_t i = 0; i < golden.entries.size(); ++i) {
-    if (!used[i]) golden_calls[go[i].first].push_back(i);
+  for (uint32_t i = 0; leftovers && i < golden.entries.size(); ++i) {
+    if (!used[i]) golden_calls[go[i]].push_back(i);
   }
   std::unordered_map<std::string, size_t> next;
-  for (size_t i = 0; i < target.entries.size(); ++i) {
+  for (size_t i = 0; leftovers && i < target.entries.size(); ++i) {
     if (p.golden_of[i] >= 0) continue;
-    auto it = golden_calls.find(to[i].first);
+    auto it = golden_calls.find(to[i]);
     if (it == golden_calls.end()) continue;
-    size_t& k = next[to[i].first];
+    size_t& k = next[to[i]];
     if (k < it->second.size()) {
       uint32_t g = it->second[k++];
       p.golden_of[i] = g;
@@ -88,45 +89,83 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
   return p;
 }
 
+namespace {
+
+// Rows are contiguous per entry: [begin[e], end[e]) for each entry e.
+void entry_ranges(const std::vector<CompareRow>& rows, size_t entries, std::vector<uint32_t>& begin,
+                  std::vector<uint32_t>& end) {
+  begin.assign(entries, 0);
+  end.assign(entries, 0);
+  for (uint32_t i = 0; i < rows.size(); ++i) {
+    const uint32_t e = rows[i].entry;
+    if (e >= entries) continue;
+    if (end[e] == 0) begin[e] = i;
+    end[e] = i + 1;
+  }
+}
+
+std::string_view suffix(const CompareRow& r) {
+  return std::string_view(r.name).substr(r.suffix_at);
+}
+
+}  // namespace
+
 std::vector<RowPair> pair_rows(const EntryPairing& entries, const std::vector<CompareRow>& target,
                                const std::vector<CompareRow>& golden) {
-  // Golden rows grouped by entry, in order.
-  std::unordered_map<uint32_t, std::vector<uint32_t>> golden_by_entry;
-  for (uint32_t i = 0; i < golden.size(); ++i) golden_by_entry[golden[i].entry].push_back(i);
+  const size_t n_target = entries.golden_of.size();
+  size_t n_golden = 0;
+  for (const CompareRow& r : golden) n_golden = std::max<size_t>(n_golden, r.entry + 1);
+  for (int64_t g : entries.golden_of)
+    n_golden = std::max<size_t>(n_golden, static_cast<size_t>(g + 1));
+  for (uint32_t g : entries.golden_only) n_golden = std::max<size_t>(n_golden, g + 1);
+  std::vector<uint32_t> tb, te, gb, ge;
+  entry_ranges(target, n_target, tb, te);
+  entry_ranges(golden, n_golden, gb, ge);
+
   std::vector<RowPair> out;
   out.reserve(target.size() + 16);
-  size_t i = 0;
-  while (i < target.size()) {
-    const uint32_t e = target[i].entry;
-    size_t end = i;
-    while (end < target.size() && target[end].entry == e) ++end;
+  std::vector<bool> taken;
+  std::unordered_map<std::string_view, uint32_t> by_suffix;
+  // Every target entry, rows or not, so that golden rows of a paired entry are never lost.
+  for (size_t e = 0; e < n_target; ++e) {
     const int64_t g = entries.golden_of[e];
-    std::vector<uint32_t> grows;
-    if (g >= 0) grows = golden_by_entry[static_cast<uint32_t>(g)];
-    std::vector<bool> taken(grows.size(), false);
-    for (size_t t = i; t < end; ++t) {
+    const uint32_t g0 = g >= 0 ? gb[g] : 0, g1 = g >= 0 ? ge[g] : 0;
+    taken.assign(g1 - g0, false);
+    // Few rows: scan; many (a long list output): index by suffix.
+    const bool indexed = g1 - g0 > 32;
+    if (indexed) {
+      by_suffix.clear();
+      for (uint32_t k = g0; k < g1; ++k) by_suffix.emplace(suffix(golden[k]), k);
+    }
+    for (uint32_t t = tb[e]; t < te[e]; ++t) {
       RowPair rp;
-      rp.target = static_cast<int64_t>(t);
-      std::string_view suffix = std::string_view(target[t].name).substr(target[t].suffix_at);
-      for (size_t k = 0; k < grows.size(); ++k) {
-        const CompareRow& gr = golden[grows[k]];
-        if (!taken[k] && std::string_view(gr.name).substr(gr.suffix_at) == suffix) {
-          taken[k] = true;
-          rp.golden = grows[k];
-          rp.how = entries.how[e];
-          break;
+      rp.target = t;
+      const std::string_view s = suffix(target[t]);
+      if (indexed) {
+        auto it = by_suffix.find(s);
+        if (it != by_suffix.end() && !taken[it->second - g0]) {
+          taken[it->second - g0] = true;
+          rp.golden = it->second;
+        }
+      } else {
+        for (uint32_t k = g0; k < g1; ++k) {
+          if (!taken[k - g0] && suffix(golden[k]) == s) {
+            taken[k - g0] = true;
+            rp.golden = k;
+            break;
+          }
         }
       }
+      if (rp.golden >= 0) rp.how = entries.how[e];
       out.push_back(rp);
     }
-    for (size_t k = 0; k < grows.size(); ++k) {
-      if (!taken[k]) out.push_back({-1, static_cast<int64_t>(grows[k]), MatchKind::kUnmatched});
+    for (uint32_t k = g0; k < g1; ++k) {
+      if (!taken[k - g0]) out.push_back({-1, static_cast<int64_t>(k), MatchKind::kUnmatched});
     }
-    i = end;
   }
-  for (uint32_t ge : entries.golden_only) {
-    for (uint32_t r : golden_by_entry[ge])
-      out.push_back({-1, static_cast<int64_t>(r), MatchKind::kUnmatched});
+  for (uint32_t g : entries.golden_only) {
+    for (uint32_t k = gb[g]; k < ge[g]; ++k)
+      out.push_back({-1, static_cast<int64_t>(k), MatchKind::kUnmatched});
   }
   return out;
 }

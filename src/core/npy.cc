@@ -214,4 +214,10 @@ const void* NpyFile::data() const {
   return map_ ? static_cast<const uint8_t*>(map_) + header_.data_offset : nullptr;
 }
 
+DType resolve_npy_dtype(const NpyHeader& h, DType declared) {
+  if (h.dtype != DType::kUnknown) return h.dtype;
+  if (declared != DType::kUnknown && dtype_size(declared) == h.itemsize) return declared;
+  return DType::kUnknown;
+}
+
 }  // namespace numprobe

@@ -223,6 +223,7 @@ class DumpParser {
       case NodeKind::kInt:
         s.kind = StatKind::kInt;
         s.v = static_cast<double>(c.i);
+        s.i = c.i;
         return true;
       case NodeKind::kBool:
         s.kind = StatKind::kBool;

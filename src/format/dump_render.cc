@@ -13,7 +13,7 @@ void render_stat(const StatValue& s, PyJsonWriter& w) {
       w.float_value(s.v);
       break;
     case StatKind::kInt:
-      w.int_value(static_cast<int64_t>(s.v));
+      w.int_value(s.i);
       break;
     case StatKind::kBool:
       w.bool_value(s.v != 0);

@@ -27,12 +27,17 @@ RankLocation locate(const fs::path& dir, const fs::path& json) {
   loc.dump_json = json.string();
   loc.has_dump_json = format::file_exists(loc.dump_json);
   loc.has_journal = format::file_exists((dir / kJournalFileName).string());
-  std::string label = dir.filename().string();
+  // Names come from the normalised absolute path: "rank0/", "." and "./dump.json" still say where
+  // they are.
+  std::error_code ec;
+  fs::path named = fs::absolute(dir, ec).lexically_normal();
+  if (named.filename().empty()) named = named.parent_path();
+  std::string label = named.filename().string();
   if (label == "rank" || numbered(label, "rank") >= 0 || numbered(label, "proc") >= 0) {
     loc.rank_label = label;
     loc.rank = numbered(label, "rank");
   }
-  for (fs::path p = dir; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+  for (fs::path p = named; !p.empty() && p != p.root_path(); p = p.parent_path()) {
     int64_t s = numbered(p.filename().string(), "step");
     if (s >= 0) {
       loc.step = s;

@@ -21,6 +21,8 @@
 namespace numprobe {
 namespace {
 
+RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact);
+
 std::string journal_path(const std::string& dir) {
   return dir + "/" + kJournalFileName;
 }
@@ -44,7 +46,7 @@ DumpWriter::DumpWriter(const std::string& rank_dir, const DumpHeader& header, Du
     : dir_(rank_dir), opt_(opt) {
   open_journal();
   auto fields = header_fields(header);
-  append(format::kRecHeader, std::vector<std::string_view>(fields.begin(), fields.end()));
+  append_header(std::vector<std::string_view>(fields.begin(), fields.end()));
 }
 
 DumpWriter::DumpWriter(const std::string& rank_dir, const DumpFile& header_from,
@@ -63,7 +65,18 @@ DumpWriter::DumpWriter(const std::string& rank_dir, const DumpFile& header_from,
       fields.push_back(members[i].second);
     }
   }
-  append(format::kRecHeader, std::vector<std::string_view>(fields.begin(), fields.end()));
+  append_header(std::vector<std::string_view>(fields.begin(), fields.end()));
+}
+
+void DumpWriter::append_header(const std::vector<std::string_view>& fields) {
+  try {
+    append(format::kRecHeader, fields);
+  } catch (...) {
+    // The destructor does not run for a throwing constructor.
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
 }
 
 DumpWriter::~DumpWriter() {
@@ -84,6 +97,11 @@ void DumpWriter::open_journal() {
                   dir_ + "` first");
     }
     throw Error(path + ": cannot create: " + strerror(errno));
+  }
+  // From here on the journal is the authority for this rank directory: files of an earlier run go,
+  // so that a journal next to a dump.json can only mean "died after assembling" (same content).
+  for (const char* f : {"dump.json", "stack.json", "construct.json"}) {
+    ::unlink((dir_ + "/" + f).c_str());
   }
   buf_.assign(format::kJournalMagic, sizeof format::kJournalMagic);
 }
@@ -129,15 +147,17 @@ void DumpWriter::add_construct(std::string_view name, std::optional<std::string_
   append(format::kRecConstruct, {name, value});
 }
 
+void DumpWriter::add_construct(const ConstructTable& table, const ConstructEdge& edge) {
+  std::string value = render_construct_parent(table, edge);
+  append(format::kRecConstruct, {table.strings.get(edge.node), value});
+}
+
 void DumpWriter::finish() {
   if (finished_) return;
   finished_ = true;
   ::close(fd_);
   fd_ = -1;
-  RecoverReport r = recover_rank_dir(dir_);
-  if (r.bytes_dropped != 0) {
-    throw Error(journal_path(dir_) + ": journal damaged while writing: " + r.detail);
-  }
+  assemble_to_files(dir_, /*require_intact=*/true);
 }
 
 namespace {
@@ -262,33 +282,45 @@ AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::s
   return out;
 }
 
-RecoverReport recover_rank_dir(const std::string& rank_dir) {
-  std::string jpath = journal_path(rank_dir);
+namespace {
+
+// Writes the three files from the journal (stack, construct, then dump.json last: its presence
+// marks the set complete) and removes the journal. With require_intact, a damaged journal throws
+// before anything is committed and stays in place.
+RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact) {
+  const std::string jpath = journal_path(rank_dir);
   RecoverReport rep;
-  if (!format::file_exists(jpath)) return rep;
-  if (format::file_exists(rank_dir + "/dump.json")) {
-    // The writer died after assembling (rename is atomic): the files are complete.
-    rep.had_journal = true;
-    rep.detail = "dump.json already complete; stale journal removed";
-    ::unlink(jpath.c_str());
-    return rep;
+  {
+    format::MappedFile file(jpath);
+    format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
+    format::AtomicFileWriter stack_file(rank_dir + "/stack.json");
+    format::AtomicFileWriter construct_file(rank_dir + "/construct.json");
+    Sink dump, stack, construct;
+    dump.file = &dump_file;
+    stack.file = &stack_file;
+    construct.file = &construct_file;
+    rep = assemble(file.data(), file.size(), jpath, dump, stack, construct);
+    if (require_intact && rep.bytes_dropped != 0) {
+      throw Error(jpath + ": journal damaged while writing (" + rep.detail +
+                  "); it is kept: inspect it or run `numprobe recover`");
+    }
+    for (Sink* sink : {&dump, &stack, &construct}) sink->spill(true);
+    stack_file.commit();
+    construct_file.commit();
+    dump_file.commit();
   }
-  format::MappedFile file(jpath);
-  format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
-  format::AtomicFileWriter stack_file(rank_dir + "/stack.json");
-  format::AtomicFileWriter construct_file(rank_dir + "/construct.json");
-  Sink dump, stack, construct;
-  dump.file = &dump_file;
-  stack.file = &stack_file;
-  construct.file = &construct_file;
-  rep = assemble(file.data(), file.size(), jpath, dump, stack, construct);
-  for (Sink* sink : {&dump, &stack, &construct}) sink->spill(true);
-  // dump.json last: its presence marks the set as complete.
-  stack_file.commit();
-  construct_file.commit();
-  dump_file.commit();
   ::unlink(jpath.c_str());
   return rep;
+}
+
+}  // namespace
+
+RecoverReport recover_rank_dir(const std::string& rank_dir) {
+  if (!format::file_exists(journal_path(rank_dir))) return RecoverReport{};
+  // A journal is always newer than any json files beside it (DumpWriter removes those when it
+  // starts), so the journal wins; after a death between assembling and removing the journal the
+  // two hold the same content.
+  return assemble_to_files(rank_dir, /*require_intact=*/false);
 }
 
 }  // namespace numprobe

@@ -47,6 +47,12 @@ void encode_record(std::string& out, char type, const std::vector<std::string_vi
 
 JournalReader::JournalReader(const char* data, size_t size, const std::string& name)
     : data_(data), size_(size) {
+  if (size < sizeof kJournalMagic && memcmp(data, kJournalMagic, size) == 0) {
+    // The writer stopped before its first write completed: an empty journal, not a foreign file.
+    pos_ = valid_ = size;
+    stop_reason_ = "journal ends inside its magic (writer stopped before its first record)";
+    return;
+  }
   if (size < sizeof kJournalMagic || memcmp(data, kJournalMagic, sizeof kJournalMagic) != 0) {
     throw InputError(name, "not a numprobe journal (bad magic)", 0);
   }
@@ -54,7 +60,7 @@ JournalReader::JournalReader(const char* data, size_t size, const std::string& n
 }
 
 bool JournalReader::next(JournalRecord& r) {
-  if (pos_ >= size_ || !stop_reason_.empty()) return false;
+  if (pos_ >= size_ || !stop_reason_.empty() || pos_ < sizeof kJournalMagic) return false;
   auto stop = [&](const std::string& why) {
     stop_reason_ = why + " at byte " + std::to_string(pos_);
     return false;

@@ -33,12 +33,13 @@ struct JournalRecord {
 // Streams records one at a time (bounded memory for journals of any size).
 class JournalReader {
  public:
-  // Throws InputError if the magic is wrong.
+  // Throws InputError if the magic is wrong; a file holding only a prefix of the magic (the writer
+  // died before its first write) reads as an empty journal.
   JournalReader(const char* data, size_t size, const std::string& name);
   // False at the end or at the first damaged record (see stop_reason()).
   bool next(JournalRecord& r);
   void rewind() {
-    pos_ = valid_ = sizeof kJournalMagic;
+    pos_ = valid_ = size_ < sizeof kJournalMagic ? size_ : sizeof kJournalMagic;
     stop_reason_.clear();
   }
   size_t valid_bytes() const { return valid_; }

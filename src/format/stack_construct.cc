@@ -162,27 +162,40 @@ std::string render_stack_json(const StackTable& t) {
   return out;
 }
 
+namespace {
+void write_parent(format::PyJsonWriter& w, const ConstructTable& t, const ConstructEdge& e) {
+  auto parent = [&] {
+    if (e.parent == kNoString) {
+      w.null_value();
+    } else {
+      w.string_value(t.strings.get(e.parent));
+    }
+  };
+  if (!e.parent_is_list) {
+    parent();
+    return;
+  }
+  w.begin_array();
+  if (e.list_items >= 1) parent();
+  if (e.list_items >= 2) w.int_value(e.micro_step);
+  w.end_array();
+}
+}  // namespace
+
+std::string render_construct_parent(const ConstructTable& t, const ConstructEdge& e) {
+  std::string out;
+  format::PyJsonWriter w(out, 1, 1);
+  write_parent(w, t, e);
+  return out;
+}
+
 std::string render_construct_json(const ConstructTable& t) {
   std::string out;
   format::PyJsonWriter w(out, 1, 0);
   w.begin_object();
   for (const ConstructEdge& e : t.edges) {
     w.key(t.strings.get(e.node));
-    auto parent = [&] {
-      if (e.parent == kNoString) {
-        w.null_value();
-      } else {
-        w.string_value(t.strings.get(e.parent));
-      }
-    };
-    if (e.parent_is_list) {
-      w.begin_array();
-      if (e.list_items >= 1) parent();
-      if (e.list_items >= 2) w.int_value(e.micro_step);
-      w.end_array();
-    } else {
-      parent();
-    }
+    write_parent(w, t, e);
   }
   w.end_object();
   return out;

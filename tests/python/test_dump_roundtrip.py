@@ -2,7 +2,6 @@
 import json
 import math
 import pathlib
-import zlib
 
 import numpy as np
 import pytest
@@ -52,7 +51,9 @@ def test_rewrite_is_identical_for_python(cli, fixtures, tmp_path):
         for side in ("stack.json", "construct.json"):
             if (path.parent / side).exists():
                 assert (out / side).exists(), (path, side)
-                json.loads((out / side).read_text())
+                got_side = json.loads((out / side).read_text())
+                if side == "construct.json":
+                    assert same(got_side, json.loads((path.parent / side).read_text())), path
 
 
 def test_rewritten_tensors_load_in_numpy(cli, fixtures, tmp_path):
@@ -65,7 +66,6 @@ def test_rewritten_tensors_load_in_numpy(cli, fixtures, tmp_path):
         b = np.load(tmp_path / "dump_tensor_data" / f.name)
         assert a.dtype == b.dtype and a.shape == b.shape, f.name
         assert a.tobytes() == b.tobytes(), f.name
-        assert zlib.crc32(a.tobytes()) == zlib.crc32(b.tobytes())
 
 
 def test_info_reports_malformed_files_clearly(cli, fixtures):
@@ -74,3 +74,14 @@ def test_info_reports_malformed_files_clearly(cli, fixtures):
         assert p.returncode == 1, path
         assert path.name in p.stderr, p.stderr
         assert "error:" in p.stderr
+
+
+def test_rewrite_keeps_megatron_construct_lists(cli, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "dump.json").write_text(json.dumps({"task": "statistics", "data": {}}))
+    construct = {"Module.a.A.forward.0": ["Module.m.M.forward.0", 3], "b": None, "c": [], "d": ""}
+    (src / "construct.json").write_text(json.dumps(construct))
+    (src / "stack.json").write_text("{}")
+    cli("rewrite", src, "-o", tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "construct.json").read_text()) == construct

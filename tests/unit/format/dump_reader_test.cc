@@ -228,3 +228,20 @@ TEST(DumpReader, CorruptInputsGiveClearErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// Regression (review): integer statistics were kept as double; INT64_MAX came back as INT64_MIN.
+TEST(DumpReader, IntegerStatisticsStayExact) {
+  const std::string text =
+      "{\n \"data\": {\n  \"Torch.x.0.forward\": {\n   \"output\": [\n    {\n"
+      "     \"type\": \"torch.Tensor\",\n     \"dtype\": \"torch.int64\",\n"
+      "     \"shape\": [],\n     \"Max\": 9223372036854775807,\n"
+      "     \"Min\": -9223372036854775807,\n     \"Mean\": 9007199254740993\n    }\n"
+      "   ]\n  }\n }\n}";
+  DumpFile d = parse_dump_json(text, "t");
+  EXPECT_EQ(d.tensors[0].max.i, INT64_MAX);
+  EXPECT_EQ(format::render_dump_json(d), text);
+}
+
+}  // namespace
