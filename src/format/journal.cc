@@ -47,7 +47,8 @@ void encode_record(std::string& out, char type, const std::vector<std::string_vi
 
 JournalReader::JournalReader(const char* data, size_t size, const std::string& name)
     : data_(data), size_(size) {
-  if (size < sizeof kJournalMagic && memcmp(data, kJournalMagic, size) == 0) {
+  // An empty file maps to no memory at all (data may be null), so test size first.
+  if (size < sizeof kJournalMagic && (size == 0 || memcmp(data, kJournalMagic, size) == 0)) {
     // The writer stopped before its first write completed: an empty journal, not a foreign file.
     pos_ = valid_ = size;
     stop_reason_ = "journal ends inside its magic (writer stopped before its first record)";
