@@ -40,6 +40,7 @@ struct FirstDivergence {
   std::string direction;  // forward | backward | parameters_grad
   std::string module;     // enclosing module from construct.json, "" if unknown
   std::string reason;     // outputs_diverge | inputs_already_differ
+  size_t row_index = 0;   // into PairResult::rows: the evidence
 };
 
 struct PairResult {

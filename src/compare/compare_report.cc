@@ -86,6 +86,59 @@ void num_cell(std::string& out, bool has, double v) {
   cell(out, has ? num(v) : "N/A", false);
 }
 
+// The metrics behind a verdict. JSON has no NaN/Inf: those are written as strings so strict
+// readers load the summary.
+void write_evidence(format::PyJsonWriter& w, const PairResult& p, const RowResult& r) {
+  auto number = [&](const char* k, bool has, double v) {
+    w.key(k);
+    if (!has) {
+      w.null_value();
+    } else if (!std::isfinite(v)) {
+      w.string_value(num(v));
+    } else {
+      w.float_value(v);
+    }
+  };
+  w.begin_object();
+  w.key("status");
+  w.string_value(row_status_name(r.status));
+  w.key("code");
+  w.string_value(r.reason);
+  w.key("message");
+  w.string_value(r.message);
+  if (r.pair.target >= 0 && r.pair.golden >= 0) {
+    const CompareRow& t = p.target_rows[r.pair.target];
+    const CompareRow& g = p.golden_rows[r.pair.golden];
+    if (p.mode == CompareMode::kMd5) {
+      w.key("target_md5");
+      w.string_value(t.md5);
+      w.key("golden_md5");
+      w.string_value(g.md5);
+    } else {
+      if (p.mode == CompareMode::kTensor) {
+        number("cosine", r.tensor.has_cosine, r.tensor.cosine);
+        number("max_abs_err", r.tensor.has_errors, r.tensor.max_abs);
+        number("max_rel_err", r.tensor.has_errors, r.tensor.max_rel);
+        number("one_thousandth_ratio", r.tensor.has_ratios, r.tensor.one_thousandth);
+      }
+      const char* names[] = {"max", "min", "mean", "norm"};
+      const StatValue* ts[] = {&t.max, &t.min, &t.mean, &t.norm};
+      const StatValue* gs[] = {&g.max, &g.min, &g.mean, &g.norm};
+      const StatDiff* ds[] = {&r.stats.max, &r.stats.min, &r.stats.mean, &r.stats.norm};
+      for (int i = 0; i < 4; ++i) {
+        w.key(names[i]);
+        w.begin_object();
+        number("target", ts[i]->has_number(), ts[i]->v);
+        number("golden", gs[i]->has_number(), gs[i]->v);
+        number("diff", ds[i]->has_diff, ds[i]->diff);
+        number("rel_percent", ds[i]->has_rel, ds[i]->rel_percent);
+        w.end_object();
+      }
+    }
+  }
+  w.end_object();
+}
+
 }  // namespace
 
 std::string render_compare_csv(const PairResult& p, bool with_stack) {
@@ -234,6 +287,8 @@ std::string render_summary_json(const CompareReport& rep) {
       }
       w.key("reason");
       w.string_value(f.reason);
+      w.key("evidence");
+      write_evidence(w, p, p.rows[f.row_index]);
       w.end_object();
     }
     w.end_object();

@@ -186,6 +186,7 @@ void find_first_divergence(PairResult& p) {
       f.entry = std::string(p.target.dump.entry_name(e));
       const RowResult* row = bad_input ? bad_input : bad_output;
       f.row = p.target_rows[row->pair.target].name;
+      f.row_index = static_cast<size_t>(row - p.rows.data());
       f.direction = std::string(direction_name(parse_entry_name(f.entry).direction));
       if (p.target.construct) {
         auto parent = p.target.construct->parent_of(f.entry);

@@ -10,7 +10,8 @@ def run_compare(cli, fixtures, tmp_path, kind):
     base = fixtures / "synthetic_edge_cases" / kind
     out = tmp_path / kind
     cli("compare", "-t", base / "npu", "-g", base / "bench", "-o", out)
-    summary = json.loads((out / "summary.json").read_text())
+    # Strict JSON: NaN/Inf never appear as bare tokens in summary.json.
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     (csv_path,) = out.glob("compare_result_*.csv")
     rows = list(csv.DictReader(csv_path.open(newline="")))
     return summary, rows
@@ -40,6 +41,17 @@ def test_synthetic_pair(cli, fixtures, tmp_path, kind):
         assert first["entry"] == "Functional.big_error.0.forward"
     assert first["reason"] == "outputs_diverge"
     assert first["direction"] == "forward"
+    ev = first["evidence"]
+    if kind == "statistics":  # statistics can only say "warning" on the magnitude rule
+        assert (ev["status"], ev["code"]) == ("warning", "stats_magnitude")
+    else:
+        assert ev["status"] == "error" and ev["code"]
+    if kind == "md5":
+        assert ev["target_md5"] != ev["golden_md5"]
+    else:
+        assert ev["max"]["diff"] != 0
+    if kind == "tensor":
+        assert ev["cosine"] < 0.99
 
 
 def test_statistics_flags_nan_rows_msprobe_misses(cli, fixtures, tmp_path):
