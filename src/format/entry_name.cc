@@ -45,8 +45,8 @@ EntryName parse_entry_name(std::string_view name) {
   std::string_view tail = name.substr(last + 1);
   std::string_view rest = name.substr(0, last);
   size_t second_last = rest.rfind('.');
-  if (second_last == std::string_view::npos || second_last < first) {
-    // "{name}.{n}": a debug save()
+  // "{name}.{n}" with no direction: a debug save().
+  auto as_debug = [&] {
     int64_t idx = -1;
     if (parse_index(tail, idx)) {
       e.index = idx;
@@ -55,7 +55,8 @@ EntryName parse_entry_name(std::string_view name) {
       e.prefix = {};
     }
     return e;
-  }
+  };
+  if (second_last == std::string_view::npos || second_last < first) return as_debug();
   std::string_view middle = rest.substr(second_last + 1);
   int64_t idx = -1;
   // Module style: ... .{direction}.{n}
@@ -73,13 +74,7 @@ EntryName parse_entry_name(std::string_view name) {
     e.op = name.substr(first + 1, second_last - first - 1);
     return e;
   }
-  if (parse_index(tail, idx)) {
-    e.index = idx;
-    e.direction = Direction::kDebug;
-    e.op = name.substr(0, last);
-    e.prefix = {};
-  }
-  return e;
+  return as_debug();
 }
 
 }  // namespace numprobe
