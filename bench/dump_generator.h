@@ -18,7 +18,8 @@ struct GeneratedDump {
   size_t tensors = 0;
 };
 
-inline void gen_tensor(format::PyJsonWriter& w, std::mt19937_64& rng, int ndim) {
+inline void gen_tensor(format::PyJsonWriter& w, std::mt19937_64& rng, std::mt19937_64& values,
+                       int ndim) {
   std::uniform_real_distribution<double> u(-3, 3);
   w.begin_object();
   w.key("type");
@@ -29,27 +30,29 @@ inline void gen_tensor(format::PyJsonWriter& w, std::mt19937_64& rng, int ndim) 
   w.begin_array();
   for (int i = 0; i < ndim; ++i) w.int_value(static_cast<int64_t>(1 + rng() % 4096));
   w.end_array();
-  double a = u(rng), b = u(rng);
+  double a = u(values), b = u(values);
   w.key("Max");
   w.float_value(a > b ? a : b);
   w.key("Min");
   w.float_value(a > b ? b : a);
   w.key("Mean");
-  w.float_value(u(rng) * 1e-3);
+  w.float_value(u(values) * 1e-3);
   w.key("Norm");
-  w.float_value(std::abs(u(rng)) * 100);
+  w.float_value(std::abs(u(values)) * 100);
   w.key("requires_grad");
   w.bool_value(rng() % 2 == 0);
   w.end_object();
 }
 
-// Writes `entries` entries into rank_dir through a DumpWriter and finishes it.
+// Writes `entries` entries into rank_dir through a DumpWriter and finishes it. `seed` fixes the
+// structure (names, shapes, dtypes); `value_seed` the statistics, so two dumps with the same seed
+// and different value seeds pair row for row and differ in values.
 inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_t entries,
-                                              uint64_t seed = 1) {
+                                              uint64_t seed = 1, uint64_t value_seed = 1) {
   static const char* kApis[] = {"Functional.linear",     "Functional.gelu",   "Tensor.__add__",
                                 "Functional.layer_norm", "Torch.matmul",      "Functional.softmax",
                                 "Tensor.view",           "Functional.dropout"};
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(seed), values(value_seed);
   DumpHeader h;
   h.level = "mix";
   DumpWriter writer(rank_dir, h);
@@ -68,19 +71,19 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
     if (backward) {
       w.key("input");
       w.begin_array();
-      gen_tensor(w, rng, 3);
+      gen_tensor(w, rng, values, 3);
       w.end_array();
       w.key("output");
       w.begin_array();
-      gen_tensor(w, rng, 3);
-      gen_tensor(w, rng, 2);
+      gen_tensor(w, rng, values, 3);
+      gen_tensor(w, rng, values, 2);
       w.end_array();
       g.tensors += 3;
     } else {
       w.key("input_args");
       w.begin_array();
-      gen_tensor(w, rng, 3);
-      gen_tensor(w, rng, 2);
+      gen_tensor(w, rng, values, 3);
+      gen_tensor(w, rng, values, 2);
       w.begin_object();
       w.key("type");
       w.string_value("int");
@@ -100,7 +103,7 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
       w.end_object();
       w.key("output");
       w.begin_array();
-      gen_tensor(w, rng, 3);
+      gen_tensor(w, rng, values, 3);
       w.end_array();
       g.tensors += 3;
     }
