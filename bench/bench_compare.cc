@@ -13,19 +13,11 @@
 #include <fstream>
 #include <string>
 
+#include "bench_util.h"
 #include "dump_generator.h"
 #include "numprobe/compare.h"
 
 namespace {
-
-long rss_hwm_kib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
 
 void generated_pair(size_t rows) {
   const std::string dir = "/tmp/numprobe-bench-compare";
@@ -44,7 +36,8 @@ void generated_pair(size_t rows) {
     size_t bytes = numprobe::render_compare_csv(rep.pairs.at(0), false).size();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double out[4] = {s, static_cast<double>(rep.pairs[0].rows.size()),
-                     static_cast<double>(rss_hwm_kib()), static_cast<double>(bytes)};
+                     static_cast<double>(numprobe::bench::rss_hwm_kib()),
+                     static_cast<double>(bytes)};
     if (write(fds[1], out, sizeof out) != sizeof out) _exit(1);
     _exit(0);
   }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "bench_util.h"
 #include "dump_generator.h"
 #include "numprobe/dump.h"
 
@@ -23,15 +24,6 @@ namespace {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-long rss_hwm_kib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
 }
 
 struct Result {
@@ -50,7 +42,7 @@ Result in_child(F&& fn) {
   if (pid == 0) {
     close(fds[0]);
     Result r = fn();
-    r.hwm_kib = rss_hwm_kib();
+    r.hwm_kib = numprobe::bench::rss_hwm_kib();
     if (write(fds[1], &r, sizeof r) != sizeof r) _exit(1);
     _exit(0);
   }
