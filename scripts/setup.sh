@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pytest
   libopenblas0-pthread
+  libtorch-dev python3-torch python3-torchvision pybind11-dev python3-dev
 )
 
 missing=()

@@ -41,6 +41,9 @@ struct FirstDivergence {
   std::string module;     // enclosing module from construct.json, "" if unknown
   std::string reason;     // outputs_diverge | inputs_already_differ
   size_t row_index = 0;   // into PairResult::rows: the evidence
+  // The noise-aware judgement (compare_noise.h): worst input and output row discrepancy of the
+  // entry, and the noise tolerance they were held against.
+  double input_discrepancy = 0, output_discrepancy = 0, tolerance = 0;
 };
 
 struct PairResult {

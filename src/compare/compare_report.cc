@@ -287,6 +287,16 @@ std::string render_summary_json(const CompareReport& rep) {
       }
       w.key("reason");
       w.string_value(f.reason);
+      auto discrepancy = [&](const char* k, double v) {
+        w.key(k);
+        if (std::isfinite(v))
+          w.float_value(v);
+        else
+          w.string_value("inf");
+      };
+      discrepancy("input_discrepancy", f.input_discrepancy);
+      discrepancy("output_discrepancy", f.output_discrepancy);
+      discrepancy("tolerance", f.tolerance);
       w.key("evidence");
       write_evidence(w, p, p.rows[f.row_index]);
       w.end_object();

@@ -1,7 +1,10 @@
 // Orchestration of a compare: rank pairing, mode detection, per-row verdicts, first divergence.
 #include <map>
 
+#include <cmath>
+
 #include "numprobe/compare.h"
+#include "numprobe/compare_noise.h"
 #include "numprobe/entry_name.h"
 #include "numprobe/error.h"
 #include "numprobe/npy.h"
@@ -158,8 +161,11 @@ bool diverged(const RowResult& r) {
   return r.status == RowStatus::kError || r.status == RowStatus::kWarning;
 }
 
+// Walks entries in execution order. An entry whose inputs agree within noise and whose outputs
+// differ by more than noise plus kNoiseAmplification x the input difference is where the runs
+// diverge. An entry whose inputs already differ beyond noise, with every earlier entry in
+// agreement, means data changed where nothing was captured. md5 mode has no noise: any byte.
 void find_first_divergence(PairResult& p) {
-  // Rows are grouped by target entry in execution order.
   size_t i = 0;
   while (i < p.rows.size()) {
     if (p.rows[i].pair.target < 0) {
@@ -168,23 +174,36 @@ void find_first_divergence(PairResult& p) {
     }
     const uint32_t e = p.target_rows[p.rows[i].pair.target].entry;
     size_t end = i;
-    const RowResult* bad_input = nullptr;
-    const RowResult* bad_output = nullptr;
+    double d_in = 0, d_out = 0, tol = 0;
+    const RowResult* worst_in = nullptr;
+    const RowResult* worst_out = nullptr;
     while (end < p.rows.size() && p.rows[end].pair.target >= 0 &&
            p.target_rows[p.rows[end].pair.target].entry == e) {
-      const RowResult& r = p.rows[end];
-      const RowState st = p.target_rows[r.pair.target].state;
-      if (diverged(r)) {
-        bool input = st == RowState::kInput || st == RowState::kParameters;
-        if (input && !bad_input) bad_input = &r;
-        if (!input && !bad_output) bad_output = &r;
+      const RowResult& r = p.rows[end++];
+      if (r.pair.golden < 0) continue;
+      const CompareRow& t = p.target_rows[r.pair.target];
+      const CompareRow& g = p.golden_rows[r.pair.golden];
+      const bool input = t.state == RowState::kInput || t.state == RowState::kParameters;
+      double d =
+          p.mode == CompareMode::kMd5 ? (diverged(r) ? HUGE_VAL : 0.0) : row_discrepancy(t, g);
+      if (t.kind == RowKind::kTensor) tol = std::max(tol, noise_tolerance(t.element_type));
+      if (input && d > d_in) {
+        d_in = d;
+        worst_in = &r;
       }
-      ++end;
+      if (!input && d > d_out) {
+        d_out = d;
+        worst_out = &r;
+      }
     }
-    if (bad_input || bad_output) {
+    if (tol == 0) tol = noise_tolerance(DType::kF32);
+    if (p.mode == CompareMode::kMd5) tol = 0;
+    const bool inputs_differ = d_in > tol;
+    const bool outputs_diverge = !inputs_differ && d_out > tol + kNoiseAmplification * d_in;
+    if (inputs_differ || outputs_diverge) {
       FirstDivergence f;
       f.entry = std::string(p.target.dump.entry_name(e));
-      const RowResult* row = bad_input ? bad_input : bad_output;
+      const RowResult* row = inputs_differ ? worst_in : worst_out;
       f.row = p.target_rows[row->pair.target].name;
       f.row_index = static_cast<size_t>(row - p.rows.data());
       f.direction = std::string(direction_name(parse_entry_name(f.entry).direction));
@@ -192,7 +211,10 @@ void find_first_divergence(PairResult& p) {
         auto parent = p.target.construct->parent_of(f.entry);
         if (parent) f.module = std::string(*parent);
       }
-      f.reason = bad_input ? "inputs_already_differ" : "outputs_diverge";
+      f.reason = inputs_differ ? "inputs_already_differ" : "outputs_diverge";
+      f.input_discrepancy = d_in;
+      f.output_discrepancy = d_out;
+      f.tolerance = tol;
       p.first_divergence = f;
       return;
     }

@@ -1,0 +1,31 @@
+# PyTorch capture: numprobe_capture_torch (C++ API + L2 observer), the Python module numprobe._C,
+# and the libtorch example. Torch headers are system includes (warnings as errors stay ours).
+find_package(Torch REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+find_package(pybind11 CONFIG REQUIRED)
+message(STATUS "numprobe: torch ${Torch_VERSION}, python ${Python3_EXECUTABLE}")
+
+# Torch's exported targets carry their include dirs as non-system; re-export them as SYSTEM.
+add_library(numprobe_torch_deps INTERFACE)
+target_include_directories(numprobe_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+target_link_libraries(numprobe_torch_deps INTERFACE ${TORCH_LIBRARIES})
+target_compile_options(numprobe_torch_deps INTERFACE ${TORCH_CXX_FLAGS})
+
+file(GLOB NUMPROBE_CAPTURE_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capture/torch/*.cc)
+add_library(numprobe_capture_torch STATIC ${NUMPROBE_CAPTURE_TORCH_SOURCES})
+target_include_directories(numprobe_capture_torch PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_torch_deps)
+target_compile_options(numprobe_capture_torch PRIVATE ${NUMPROBE_WARNINGS})
+
+find_library(TORCH_PYTHON_LIBRARY torch_python REQUIRED
+             HINTS ${TORCH_INSTALL_PREFIX}/lib /usr/lib/x86_64-linux-gnu)
+file(GLOB NUMPROBE_PY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/python/src/*.cc)
+pybind11_add_module(numprobe_python MODULE ${NUMPROBE_PY_SOURCES})
+set_target_properties(numprobe_python PROPERTIES
+  OUTPUT_NAME _C
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_SOURCE_DIR}/python/numprobe)
+target_include_directories(numprobe_python PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/python/src)
+target_link_libraries(numprobe_python PRIVATE numprobe_capture_torch ${TORCH_PYTHON_LIBRARY})
+target_compile_definitions(numprobe_python PRIVATE TORCH_EXTENSION_NAME=_C TORCH_API_INCLUDE_EXTENSION_H
+  PYBIND11_COMPILER_TYPE="_gcc" PYBIND11_STDLIB="_libstdcpp" PYBIND11_BUILD_ABI="_cxxabi1017")
+target_compile_options(numprobe_python PRIVATE ${NUMPROBE_WARNINGS})

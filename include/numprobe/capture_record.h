@@ -1,0 +1,124 @@
+// One dump entry as capture builds it on the framework thread, rendered to msprobe's JSON later on
+// the writer thread (so the training thread pays for statistics, not for float formatting).
+//
+// An EntryRecord is a token stream for one entry body: containers, keys, scalars and tensor leaves
+// in the order msprobe writes them. Tensor leaves carry their statistics (or CRC-32) already
+// computed; a leaf may also carry pending tensor bytes that the writer saves as .npy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "numprobe/dtype.h"
+#include "numprobe/stats.h"
+
+namespace numprobe::capture {
+
+// Bytes of a tensor to save, kept alive by `owner` until the writer has written them.
+struct PendingTensorData {
+  std::shared_ptr<const void> owner;
+  const void* data = nullptr;
+  DType dtype = DType::kUnknown;
+};
+
+struct TensorLeaf {
+  std::string type = "torch.Tensor";
+  std::string dtype;  // as the framework spells it: "torch.float32"
+  std::vector<int64_t> shape;
+  bool has_stats = false;   // false: Max/Min/Mean/Norm written as null (empty/meta tensors)
+  bool bool_stats = false;  // bool tensors: Max = any, Min = all, Mean/Norm null (msprobe)
+  TensorStats stats;
+  bool requires_grad = false;
+  bool write_counts = true;       // numprobe's nan/inf/zero counts (format addition v1)
+  std::optional<uint32_t> crc32;  // summary_mode md5
+  std::string data_name;          // task tensor: file name under dump_tensor_data/
+  PendingTensorData pending;      // task tensor: bytes to write as data_name
+};
+
+class EntryRecord {
+ public:
+  enum class Op : uint8_t {
+    kBeginDict,
+    kBeginList,
+    kEnd,
+    kKey,
+    kNull,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kTyped,  // {"type": s, "value": <next token>}
+    kTensor,
+  };
+  struct Token {
+    Op op;
+    bool b = false;
+    int64_t i = 0;  // int value, string offset, or tensor index
+    double d = 0;
+    uint32_t len = 0;  // string length
+  };
+
+  std::string name;       // dump.json key
+  bool overflow = false;  // an output holds NaN/Inf (task overflow_check keeps only these)
+
+  void begin_dict() { push(Op::kBeginDict); }
+  void begin_list() { push(Op::kBeginList); }
+  void end() { push(Op::kEnd); }
+  void key(std::string_view k) { push_str(Op::kKey, k); }
+  void null() { push(Op::kNull); }
+  void boolean(bool v) {
+    Token t{Op::kBool};
+    t.b = v;
+    tokens_.push_back(t);
+  }
+  void integer(int64_t v) {
+    Token t{Op::kInt};
+    t.i = v;
+    tokens_.push_back(t);
+  }
+  void floating(double v) {
+    Token t{Op::kFloat};
+    t.d = v;
+    tokens_.push_back(t);
+  }
+  void string(std::string_view s) { push_str(Op::kString, s); }
+  // {"type": type, "value": ...}: call, then emit exactly one value token (or container).
+  void typed(std::string_view type) { push_str(Op::kTyped, type); }
+  TensorLeaf& tensor() {
+    Token t{Op::kTensor};
+    t.i = static_cast<int64_t>(tensors_.size());
+    tokens_.push_back(t);
+    return tensors_.emplace_back();
+  }
+
+  const std::vector<Token>& tokens() const { return tokens_; }
+  std::vector<TensorLeaf>& tensors() { return tensors_; }
+  const std::vector<TensorLeaf>& tensors() const { return tensors_; }
+  std::string_view str(const Token& t) const {
+    return std::string_view(strings_).substr(t.i, t.len);
+  }
+  bool empty() const { return tokens_.empty(); }
+
+ private:
+  void push(Op op) { tokens_.push_back(Token{op}); }
+  void push_str(Op op, std::string_view s) {
+    Token t{op};
+    t.i = static_cast<int64_t>(strings_.size());
+    t.len = static_cast<uint32_t>(s.size());
+    strings_.append(s);
+    tokens_.push_back(t);
+  }
+  std::vector<Token> tokens_;
+  std::vector<TensorLeaf> tensors_;
+  std::string strings_;
+};
+
+// The entry body as msprobe writes it inside "data" (indent 1, depth 2). Throws numprobe::Error on
+// an unbalanced token stream (a capture bug, never user input).
+std::string render_entry_record(const EntryRecord& r);
+
+}  // namespace numprobe::capture

@@ -1,0 +1,23 @@
+// Noise-aware judgement of an entry: is the difference at its outputs explained by the difference
+// already at its inputs plus the rounding noise of its dtype? (docs/compare.md, "First divergence")
+#pragma once
+
+#include "numprobe/compare_rows.h"
+
+namespace numprobe {
+
+// Scale-free difference of one matched row pair, from the dumped statistics: the largest of
+// |dMax| and |dMin| over the tensor's magnitude, |dMean| over its RMS, |dNorm| over its norm.
+// 0 when identical; +inf when the kinds, shapes or non-finite values disagree, or scalars differ.
+double row_discrepancy(const CompareRow& target, const CompareRow& golden);
+
+// The relative difference that rounding alone can produce for an op computing in `dtype`: the
+// TF32/fp16 noise floor 2^-10 (fp32 matmuls and convolutions run in TF32/HF32 on current GPUs and
+// NPUs; msprobe's own "one thousandth" rule), or 8 ulps of the dtype where that is coarser.
+double noise_tolerance(DType dtype);
+
+// How much an op may amplify the relative difference of its inputs before its outputs count as
+// diverging by themselves.
+inline constexpr double kNoiseAmplification = 16.0;
+
+}  // namespace numprobe

@@ -1,0 +1,282 @@
+"""PrecisionDebugger: msprobe's capture API over numprobe's C++ engine.
+
+Names and meaning follow msprobe so that scripts port by changing the import. Differences, on
+purpose: APIs are seen through a TorchFunctionMode (nothing in torch is replaced, APIs imported by
+value are seen); call counters of every kind reset each step; files are crash-safe (a journal).
+"""
+import atexit
+import functools
+import json
+import os
+import random
+import types
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from . import _C
+from .api_names import build_api_table
+
+NumprobeError = _C.NumprobeError
+
+
+class _ApiMode(TorchFunctionMode):
+    # A C function: torch calls it with (func, types, args, kwargs) and no Python frame runs.
+    __torch_function__ = staticmethod(_C.torch_function)
+
+
+def _load_config(config_path):
+    if config_path is None:
+        return {}, "<arguments>"
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise NumprobeError(f"{config_path}: cannot read config: {e.strerror}") from None
+    _C.check_config(text, str(config_path))
+    return json.loads(text), str(config_path)
+
+
+class PrecisionDebugger:
+    """msprobe's ``PrecisionDebugger(config_path, task, dump_path, level, step)``.
+
+    Constructor arguments override config.json. ``start(model)`` hooks the model's submodules for
+    levels L0 and mix (the root module itself is not dumped, as in msprobe).
+    """
+
+    _instance = None
+
+    def __init__(self, config_path=None, task=None, dump_path=None, level=None, step=None,
+                 model=None):
+        cfg, source = _load_config(config_path)
+        if task is not None:
+            cfg["task"] = task
+        if dump_path is not None:
+            cfg["dump_path"] = str(dump_path)
+        if level is not None:
+            cfg["level"] = level
+        if step is not None:
+            cfg["step"] = list(step) if isinstance(step, (list, tuple)) else [step]
+        if PrecisionDebugger._instance is not None:
+            PrecisionDebugger._instance.close()
+        self._engine = _C.Engine(json.dumps(cfg), source)
+        PrecisionDebugger._instance = self
+        self.level = self._engine.level()
+        self.task = self._engine.task()
+        self._model = model
+        self._hooked = set()
+        self._handles = []
+        self._recorders = []
+        self._mode = None
+        self._started = False
+        self._rank_set = False
+        self._custom = []
+        self._api_table = build_api_table()
+        _C.set_api_names(self._api_table)
+        _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        atexit.register(self._at_exit)
+
+    # ---- msprobe API ---------------------------------------------------------------------------
+    def start(self, model=None, token_range=None, rank_id=None):
+        if not self._rank_set:
+            self._engine.set_rank(self._detect_rank(rank_id))
+            self._rank_set = True
+        model = model if model is not None else self._model
+        if self.level in ("L0", "mix"):
+            if model is None and not self._hooked:
+                raise NumprobeError(f"level {self.level} dumps modules: pass the model to "
+                                    "PrecisionDebugger(model=...) or start(model)")
+            if model is not None:
+                self._hook_model(model)
+        self._engine.start()
+        self._started = True
+        self._push_mode()
+
+    def stop(self):
+        self._pop_mode()
+        self._started = False
+        self._engine.stop()
+
+    def step(self):
+        was_started = self._started
+        self._pop_mode()
+        self._engine.step()
+        for r in self._recorders:
+            r.reset()
+        if was_started:
+            self._push_mode()
+
+    def forward_backward_dump_end(self):
+        self.stop()
+
+    def set_init_step(self, step):
+        self._engine.set_init_step(int(step))
+
+    def save(self, variable, name, save_backward=True):
+        """Level ``debug``: dump ``variable`` (tensor or nested structure) as ``<name>.<n>``."""
+        _C.save(name, variable)
+        if save_backward and isinstance(variable, torch.Tensor) and variable.requires_grad:
+            variable.register_hook(lambda g: _C.save(name + "_grad", g))
+
+    def register_custom_api(self, module, api, api_prefix):
+        """Dumps calls of ``module.api`` as ``{api_prefix}.{api}``. Callables torch dispatches
+        (torch functions) are recognised in place; plain Python functions are replaced by a
+        wrapper (restore_custom_api puts the original back)."""
+        orig = getattr(module, api)
+        name = f"{api_prefix}.{api}"
+        try:
+            self._api_table[orig] = name
+            _C.set_api_names(self._api_table)
+        except TypeError:
+            pass
+        if not isinstance(orig, types.FunctionType):
+            return
+
+        @functools.wraps(orig)
+        def wrapper(*args, **kwargs):
+            return _C.call_api(name, orig, args, kwargs)
+
+        wrapper._numprobe_original = orig
+        setattr(module, api, wrapper)
+        self._custom.append((module, api))
+
+    def restore_custom_api(self, module, api):
+        current = getattr(module, api)
+        orig = getattr(current, "_numprobe_original", current)
+        setattr(module, api, orig)
+        self._api_table.pop(orig, None)
+        _C.set_api_names(self._api_table)
+
+    # ---- numprobe additions --------------------------------------------------------------------
+    @property
+    def dump_path(self):
+        return self._engine.dump_path()
+
+    @property
+    def current_step(self):
+        return self._engine.current_step()
+
+    def stats(self):
+        """Counters of what was written: entries, tensor_files, tensor_bytes, queue_high_water."""
+        return self._engine.stats()
+
+    def close(self):
+        """Finishes the files and releases the engine (a new PrecisionDebugger may start)."""
+        if self._engine is None:
+            return
+        self._pop_mode()
+        for module, api in reversed(self._custom):
+            if hasattr(getattr(module, api), "_numprobe_original"):
+                self.restore_custom_api(module, api)
+        self._custom.clear()
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self._engine.close()
+        self._engine = None
+        if PrecisionDebugger._instance is self:
+            PrecisionDebugger._instance = None
+
+    # ---- internals -----------------------------------------------------------------------------
+    def _at_exit(self):
+        if self._engine is not None:
+            self.close()
+
+    @staticmethod
+    def _detect_rank(rank_id):
+        if rank_id is not None:
+            return int(rank_id)
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+        return -1
+
+    def _push_mode(self):
+        if self.level in ("L1", "mix") and self._mode is None and self._engine.dumping():
+            self._mode = _ApiMode()
+            self._mode.__enter__()
+
+    def _pop_mode(self):
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+
+    def _hook_model(self, model):
+        models = list(enumerate(model)) if isinstance(model, (list, tuple)) else [(None, model)]
+        for index, m in models:
+            if id(m) in self._hooked:
+                continue
+            self._hooked.add(id(m))
+            for name, module in m.named_modules():
+                if not name:
+                    continue  # msprobe skips the root module
+                path = name if index is None else f"{index}.{name}"
+                self._hook_module(f"Module.{path}.{type(module).__name__}", module)
+
+    def _hook_module(self, entry_prefix, module):
+        rec = _C.ModuleRecorder(entry_prefix)
+        self._recorders.append(rec)
+        self._handles.append(module.register_forward_pre_hook(rec.forward_pre))
+        self._handles.append(module.register_forward_hook(rec.forward))
+        _patch_backward_hook()
+        self._handles.append(module.register_full_backward_hook(rec.backward))
+        params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
+        if params:
+            grad_rec = _C.ParamGradRecorder(entry_prefix, len(params))
+            self._recorders.append(grad_rec)
+            for pname, p in params:
+                self._handles.append(p.register_hook(functools.partial(_param_hook, grad_rec,
+                                                                       pname)))
+
+
+def _patch_backward_hook():
+    """Lets modules modify BackwardHook outputs in place (see allow_inplace_on_views)."""
+    from torch.utils import hooks
+    orig = hooks.BackwardHook._apply_on_tensors
+    if getattr(orig, "_numprobe", False):
+        return
+
+    def apply_on_tensors(self, fn, args):
+        res = orig(self, fn, args)
+        _C.allow_inplace_on_views(res)
+        return res
+
+    apply_on_tensors._numprobe = True
+    hooks.BackwardHook._apply_on_tensors = apply_on_tensors
+
+
+def _param_hook(recorder, pname, grad):
+    recorder.on_grad(pname, grad)
+
+
+def seed_all(seed=1234, mode=False, rm_dropout=False):
+    """Seeds python, numpy and torch; mode=True asks for deterministic algorithms; rm_dropout=True
+    makes every dropout a no-op (p=0), as msprobe's seed_all does."""
+    random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    try:
+        import numpy as np
+        np.random.seed(seed)
+    except ImportError:
+        pass
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+    if mode:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+    if rm_dropout:
+        import torch.nn.functional as F
+        for name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                     "feature_alpha_dropout"):
+            orig = getattr(F, name, None)
+            if orig is None or getattr(orig, "_numprobe_no_dropout", False):
+                continue
+
+            def no_dropout(input, p=0.5, training=True, inplace=False, _orig=orig):
+                return _orig(input, 0.0, training, inplace)
+
+            no_dropout._numprobe_no_dropout = True
+            setattr(F, name, no_dropout)

@@ -1,0 +1,403 @@
+// numprobe._C: the Python face of the capture engine. Hooks are C++ callables so that a captured
+// call costs one dispatch into C++, not a Python frame (see docs/capture.md, "Overhead").
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <unordered_map>
+
+#include "capture/torch/torch_capture.h"
+#include "numprobe/error.h"
+#include "py_values.h"
+
+namespace py = pybind11;
+using numprobe::capture::CaptureConfig;
+using numprobe::capture::EntryRecord;
+using numprobe::capture::InternalGuard;
+using numprobe::capture::TorchCapture;
+using numprobe::python::add_pyitems;
+using numprobe::python::add_pyobject;
+using numprobe::python::add_pyoutput;
+
+namespace {
+
+// func object -> msprobe API type ("Functional.gelu"). Keys hold a reference (see set_api_names).
+std::unordered_map<PyObject*, std::string> g_api_names;
+
+PyObject* call_through(PyObject* func, PyObject* args, PyObject* kwargs) {
+  return PyObject_Call(func, args, kwargs);
+}
+
+// Depth of captured API calls running on this thread: an API called inside a captured API is
+// part of it (msprobe dumps only the outermost call).
+thread_local int t_in_api = 0;
+
+struct ApiDepth {
+  ApiDepth() { ++t_in_api; }
+  ~ApiDepth() { --t_in_api; }
+};
+
+// Runs func(*args, **kwargs) as the API `api_type`, dumping its forward entry and arming its
+// backward entry.
+PyObject* record_call(const std::string& api_type, PyObject* func, PyObject* args,
+                      PyObject* kwargs) {
+  TorchCapture* cap = TorchCapture::active();
+  if (!cap || !cap->dumping() || InternalGuard::inside() || t_in_api > 0) {
+    ApiDepth depth;
+    return call_through(func, args, kwargs);
+  }
+  std::string base = cap->next_api_name(api_type);
+  std::string fwd = base + ".forward";
+  if (!cap->wants(fwd)) {
+    ApiDepth depth;
+    return call_through(func, args, kwargs);
+  }
+  auto parent = cap->current_parent();
+  EntryRecord rec;
+  rec.name = fwd;
+  rec.begin_dict();
+  if (cap->wants_inputs()) {
+    InternalGuard guard;
+    rec.key("input_args");
+    add_pyitems(*cap, rec, args, fwd + ".input", false);
+    rec.key("input_kwargs");
+    rec.begin_dict();
+    if (kwargs) {
+      PyObject *k, *v;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(kwargs, &pos, &k, &v)) {
+        const char* ks = PyUnicode_AsUTF8(k);
+        if (!ks) {
+          PyErr_Clear();
+          continue;
+        }
+        rec.key(ks);
+        add_pyobject(*cap, rec, v, fwd + ".input." + ks, false, 1);
+      }
+    }
+    rec.end();
+  }
+  PyObject* out;
+  {
+    ApiDepth depth;
+    out = call_through(func, args, kwargs);
+  }
+  if (!out) return nullptr;
+  InternalGuard guard;
+  if (cap->wants_outputs()) {
+    rec.key("output");
+    add_pyoutput(*cap, rec, out, fwd + ".output");
+  }
+  rec.end();
+  if (cap->wants_direction(false)) {
+    if (const at::Tensor* t = numprobe::python::first_grad_tensor(out))
+      cap->attach_backward(
+          *t, base + ".backward",
+          parent ? std::optional<std::string>(TorchCapture::backward_of(*parent)) : std::nullopt);
+  }
+  if (cap->wants_direction(true)) cap->submit(std::move(rec), true, parent);
+  return out;
+}
+
+// __torch_function__(func, types, args, kwargs) of numprobe's TorchFunctionMode. torch pops the
+// mode while this runs, so APIs called inside an API are not seen: only the outermost is dumped.
+PyObject* torch_function(PyObject*, PyObject* const* a, Py_ssize_t n) {
+  if (n < 1) {
+    PyErr_SetString(PyExc_TypeError, "__torch_function__ needs func");
+    return nullptr;
+  }
+  PyObject* func = a[0];
+  static PyObject* empty = PyTuple_New(0);
+  PyObject* args = n > 2 && a[2] != Py_None ? a[2] : empty;
+  PyObject* kwargs = n > 3 && a[3] != Py_None && PyDict_GET_SIZE(a[3]) > 0 ? a[3] : nullptr;
+  if (!TorchCapture::active()) return call_through(func, args, kwargs);
+  auto it = g_api_names.find(func);
+  if (it == g_api_names.end()) return call_through(func, args, kwargs);
+  return record_call(it->second, func, args, kwargs);
+}
+
+PyMethodDef g_torch_function_def = {
+    "torch_function",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(&torch_function)), METH_FASTCALL,
+    "numprobe's __torch_function__"};
+
+// Hooks of one nn.Module (L0 / mix). Forward calls of the same module nest and their backward
+// runs in reverse order, so a per-module stack pairs each backward with its forward call.
+class ModuleRecorder {
+ public:
+  explicit ModuleRecorder(std::string name) : name_(std::move(name)) {}
+
+  py::object forward_pre(py::handle module, py::handle args) {
+    TorchCapture* cap = TorchCapture::active();
+    Pending p;
+    p.active = cap && cap->dumping() && !InternalGuard::inside();
+    if (p.active) {
+      p.fwd = name_ + ".forward." + std::to_string(cap->session().next_count(name_));
+      p.parent = cap->current_parent();
+      p.wanted = cap->wants(p.fwd);
+      if (p.wanted) {
+        InternalGuard guard;
+        p.rec.name = p.fwd;
+        p.rec.begin_dict();
+        if (cap->wants_inputs()) {
+          p.rec.key("input_args");
+          py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(args.ptr(), ""));
+          add_pyitems(*cap, p.rec, seq.ptr(), p.fwd + ".input", false);
+          p.rec.key("input_kwargs");
+          p.rec.begin_dict();
+          p.rec.end();
+        }
+      }
+      cap->add_construct(p.fwd, p.parent);
+      TorchCapture::module_stack().push_back(p.fwd);
+    }
+    pending_.push_back(std::move(p));
+    return py::none();
+  }
+
+  py::object forward(py::handle module, py::handle args, py::handle output) {
+    if (pending_.empty()) return py::none();
+    Pending p = std::move(pending_.back());
+    pending_.pop_back();
+    if (!p.active) return py::none();
+    auto& stack = TorchCapture::module_stack();
+    if (!stack.empty()) stack.pop_back();
+    TorchCapture* cap = TorchCapture::active();
+    if (!cap) return py::none();
+    backward_names_.push_back({TorchCapture::backward_of(p.fwd), p.parent, p.wanted});
+    if (!p.wanted || !cap->wants_direction(true)) return py::none();
+    InternalGuard guard;
+    if (cap->wants_outputs()) {
+      p.rec.key("output");
+      add_pyoutput(*cap, p.rec, output.ptr(), p.fwd + ".output");
+    }
+    py::object params =
+        py::reinterpret_steal<py::object>(PyObject_GetAttrString(module.ptr(), "_parameters"));
+    if (params && PyDict_Check(params.ptr()) && PyDict_GET_SIZE(params.ptr()) > 0) {
+      p.rec.key("parameters");
+      p.rec.begin_dict();
+      PyObject *k, *v;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(params.ptr(), &pos, &k, &v)) {
+        if (v == Py_None) continue;
+        const char* ks = PyUnicode_AsUTF8(k);
+        if (!ks) continue;
+        p.rec.key(ks);
+        add_pyobject(*cap, p.rec, v, p.fwd + ".parameters." + ks, false, 1);
+      }
+      p.rec.end();
+    } else {
+      PyErr_Clear();
+    }
+    p.rec.end();
+    cap->submit(std::move(p.rec), true, p.parent);
+    return py::none();
+  }
+
+  py::object backward(py::handle module, py::handle grad_input, py::handle grad_output) {
+    TorchCapture* cap = TorchCapture::active();
+    if (backward_names_.empty()) return py::none();
+    Backward b = std::move(backward_names_.back());
+    backward_names_.pop_back();
+    if (!cap || !cap->dumping() || !b.wanted || !cap->wants_direction(false)) return py::none();
+    InternalGuard guard;
+    EntryRecord rec;
+    rec.name = b.name;
+    rec.begin_dict();
+    if (cap->wants_inputs()) {
+      rec.key("input");
+      add_pyitems(*cap, rec, grad_output.ptr(), b.name + ".input", false);
+    }
+    if (cap->wants_outputs()) {
+      rec.key("output");
+      add_pyitems(*cap, rec, grad_input.ptr(), b.name + ".output", true);
+    }
+    rec.end();
+    auto parent =
+        b.parent ? std::optional<std::string>(TorchCapture::backward_of(*b.parent)) : std::nullopt;
+    cap->add_construct(b.name, parent);
+    cap->submit(std::move(rec), false, parent);
+    return py::none();
+  }
+
+  // A new step: forward calls whose backward never ran must not pair with the next step's.
+  void reset() {
+    pending_.clear();
+    backward_names_.clear();
+  }
+
+ private:
+  struct Pending {
+    bool active = false, wanted = false;
+    std::string fwd;
+    std::optional<std::string> parent;
+    EntryRecord rec;
+  };
+  struct Backward {
+    std::string name;
+    std::optional<std::string> parent;
+    bool wanted;
+  };
+  std::string name_;
+  std::vector<Pending> pending_;
+  std::vector<Backward> backward_names_;
+};
+
+// Gradients of one module's own parameters, gathered into "<module>.parameters_grad.<k>" once
+// every parameter that requires grad has received its gradient in this backward pass.
+class ParamGradRecorder {
+ public:
+  ParamGradRecorder(std::string module_name, int expected)
+      : name_(std::move(module_name)), expected_(expected) {}
+
+  void on_grad(const std::string& pname, py::handle grad) {
+    TorchCapture* cap = TorchCapture::active();
+    if (!cap || !cap->dumping() || !cap->wants_direction(false)) return;
+    InternalGuard guard;
+    if (got_ == 0) {
+      rec_ = EntryRecord();
+      rec_.begin_dict();
+    }
+    // Named after the counter at completion; files use a provisional stem.
+    rec_.key(pname);
+    rec_.begin_list();
+    add_pyobject(*cap, rec_, grad.ptr(), name_ + ".parameters_grad." + pname, false, 1);
+    rec_.end();
+    if (++got_ < expected_) return;
+    got_ = 0;
+    rec_.end();
+    rec_.name = name_ + ".parameters_grad." +
+                std::to_string(cap->session().next_count(name_ + ".parameters_grad"));
+    cap->submit(std::move(rec_), false, std::nullopt);
+  }
+  void reset() { got_ = 0; }
+
+ private:
+  std::string name_;
+  int expected_;
+  int got_ = 0;
+  EntryRecord rec_;
+};
+
+// Tensors returned by torch's BackwardHook (full module backward hooks) are views created in a
+// custom Function, which autograd forbids modifying in place (ReLU(inplace=True), `out += x`).
+// Marking them ordinary views lets such models run; the module backward hook of a module whose
+// output is then modified in place may not fire (msprobe does the same and documents it).
+void allow_inplace_on_views(py::handle obj, int depth = 0) {
+  if (depth > 8) return;
+  if (THPVariable_Check(obj.ptr())) {
+    const at::Tensor& t = THPVariable_Unpack(obj.ptr());
+    if (t.defined() && t.is_view()) {
+      if (auto* meta = torch::autograd::impl::get_view_autograd_meta(t)) {
+        if (meta->has_bw_view() &&
+            meta->get_creation_meta() == torch::autograd::CreationMeta::IN_CUSTOM_FUNCTION)
+          meta->set_creation_meta(torch::autograd::CreationMeta::DEFAULT);
+      }
+    }
+    return;
+  }
+  if (PyTuple_Check(obj.ptr()) || PyList_Check(obj.ptr()))
+    for (auto item : obj) allow_inplace_on_views(item, depth + 1);
+}
+
+struct Engine {
+  std::unique_ptr<TorchCapture> cap;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "numprobe capture engine (C++)";
+  py::register_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
+
+  m.def(
+      "check_config",
+      [](const std::string& text, const std::string& source) {
+        numprobe::capture::parse_capture_config(text, source);
+      },
+      "Raises NumprobeError naming the field when a config.json text is invalid.");
+
+  py::class_<Engine>(m, "Engine")
+      .def(py::init([](const std::string& config_text, const std::string& source) {
+        auto e = std::make_unique<Engine>();
+        e->cap = std::make_unique<TorchCapture>(
+            numprobe::capture::parse_capture_config(config_text, source));
+        TorchCapture::set_stack_provider(&numprobe::python::current_python_stack);
+        return e;
+      }))
+      .def("start", [](Engine& e) { e.cap->start(); })
+      .def(
+          "stop", [](Engine& e) { e.cap->stop(); }, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "step", [](Engine& e) { e.cap->step(); }, py::call_guard<py::gil_scoped_release>())
+      .def("set_init_step", [](Engine& e, int64_t s) { e.cap->set_init_step(s); })
+      .def("set_rank", [](Engine& e, int64_t r) { e.cap->set_rank(r); })
+      .def("dumping", [](Engine& e) { return e.cap->dumping(); })
+      .def("current_step", [](Engine& e) { return e.cap->session().step(); })
+      .def("rank_dir", [](Engine& e) { return e.cap->session().rank_dir(); })
+      .def("level",
+           [](Engine& e) {
+             return std::string(numprobe::capture::level_name(e.cap->config().level));
+           })
+      .def(
+          "task",
+          [](Engine& e) { return std::string(numprobe::capture::task_name(e.cap->config().task)); })
+      .def("dump_path", [](Engine& e) { return e.cap->config().dump_path; })
+      .def("stats",
+           [](Engine& e) {
+             auto s = e.cap->session().stats();
+             py::dict d;
+             d["entries"] = s.entries;
+             d["tensor_files"] = s.tensor_files;
+             d["tensor_bytes"] = s.tensor_bytes;
+             d["queue_high_water"] = s.queue_high_water;
+             return d;
+           })
+      .def(
+          "close", [](Engine& e) { e.cap.reset(); }, py::call_guard<py::gil_scoped_release>());
+
+  m.def("set_api_names", [](py::dict names) {
+    for (auto& [k, v] : g_api_names) Py_DECREF(k);
+    g_api_names.clear();
+    for (auto item : names) {
+      PyObject* f = item.first.ptr();
+      Py_INCREF(f);
+      g_api_names.emplace(f, item.second.cast<std::string>());
+    }
+  });
+  m.def("allow_inplace_on_views", [](py::handle obj) { allow_inplace_on_views(obj); });
+  m.def(
+      "call_api",
+      [](const std::string& api_type, py::handle func, py::tuple args, py::object kwargs) {
+        PyObject* kw = kwargs.is_none() || py::len(kwargs) == 0 ? nullptr : kwargs.ptr();
+        PyObject* out = record_call(api_type, func.ptr(), args.ptr(), kw);
+        if (!out) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(out);
+      },
+      "Calls func(*args, **kwargs) as the API api_type (register_custom_api wrappers).");
+  m.def("set_own_package_dir", &numprobe::python::set_own_package_dir);
+  m.attr("torch_function") =
+      py::reinterpret_steal<py::object>(PyCFunction_NewEx(&g_torch_function_def, nullptr, nullptr));
+
+  m.def("save", [](const std::string& name, py::handle value) {
+    TorchCapture* cap = TorchCapture::active();
+    if (!cap || !cap->dumping()) return;
+    InternalGuard guard;
+    EntryRecord rec;
+    rec.name = name + "." + std::to_string(cap->session().next_count("debug:" + name));
+    add_pyobject(*cap, rec, value.ptr(), rec.name, false, 0);
+    cap->submit(std::move(rec), true, std::nullopt);
+  });
+
+  py::class_<ModuleRecorder>(m, "ModuleRecorder")
+      .def(py::init<std::string>())
+      .def("forward_pre", &ModuleRecorder::forward_pre)
+      .def("forward", &ModuleRecorder::forward)
+      .def("backward", &ModuleRecorder::backward)
+      .def("reset", &ModuleRecorder::reset);
+  py::class_<ParamGradRecorder>(m, "ParamGradRecorder")
+      .def(py::init<std::string, int>())
+      .def("on_grad", &ParamGradRecorder::on_grad)
+      .def("reset", &ParamGradRecorder::reset);
+}

@@ -1,0 +1,224 @@
+#include "py_values.h"
+
+#include <frameobject.h>
+#include <torch/csrc/Device.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <cstring>
+#include <unordered_map>
+
+namespace numprobe::python {
+
+using capture::EntryRecord;
+using capture::TorchCapture;
+
+namespace {
+constexpr int kMaxDepth = 400;  // msprobe's DUMP_MAX_DEPTH
+std::string g_own_dir;
+
+bool is_torch_size(PyObject* obj) {
+  return PyTuple_Check(obj) && std::string_view(Py_TYPE(obj)->tp_name) == "torch.Size";
+}
+
+// File names are only built when tensors are saved (task tensor, tensor_list).
+std::string child_stem(const TorchCapture& cap, const std::string& stem, Py_ssize_t i) {
+  return cap.names_tensors() ? stem + "." + std::to_string(i) : std::string();
+}
+
+void add_slice_part(EntryRecord& rec, PyObject* v) {
+  if (v == Py_None)
+    rec.null();
+  else if (PyLong_Check(v))
+    rec.integer(PyLong_AsLongLong(v));
+  else
+    rec.null();
+}
+}  // namespace
+
+void set_own_package_dir(std::string dir) {
+  g_own_dir = std::move(dir);
+}
+
+void add_pyitems(TorchCapture& cap, EntryRecord& rec, PyObject* seq, const std::string& stem,
+                 bool is_output) {
+  rec.begin_list();
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < n; ++i)
+    add_pyobject(cap, rec, items[i], child_stem(cap, stem, i), is_output, 1);
+  rec.end();
+}
+
+void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std::string& stem,
+                  bool is_output, int depth) {
+  if (depth > kMaxDepth) {
+    rec.null();
+    return;
+  }
+  if (THPVariable_Check(obj)) {
+    cap.add_tensor(rec, THPVariable_Unpack(obj), stem, is_output);
+  } else if (obj == Py_None) {
+    rec.null();
+  } else if (PyBool_Check(obj)) {
+    rec.typed("bool");
+    rec.boolean(obj == Py_True);
+  } else if (PyLong_Check(obj)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    rec.typed("int");
+    if (overflow)
+      rec.floating(PyLong_AsDouble(obj));
+    else
+      rec.integer(v);
+  } else if (PyFloat_Check(obj)) {
+    rec.typed("float");
+    rec.floating(PyFloat_AS_DOUBLE(obj));
+  } else if (PyUnicode_Check(obj)) {
+    Py_ssize_t len = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(obj, &len);
+    rec.typed("str");
+    if (s)
+      rec.string(std::string_view(s, static_cast<size_t>(len)));
+    else {
+      PyErr_Clear();
+      rec.null();
+    }
+  } else if (is_torch_size(obj)) {
+    rec.typed("torch.Size");
+    rec.begin_list();
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); ++i)
+      rec.integer(PyLong_AsLongLong(PyTuple_GET_ITEM(obj, i)));
+    rec.end();
+  } else if (PyTuple_Check(obj) || PyList_Check(obj)) {
+    rec.begin_list();
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+    PyObject** items = PySequence_Fast_ITEMS(obj);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      add_pyobject(cap, rec, items[i], child_stem(cap, stem, i), is_output, depth + 1);
+    rec.end();
+  } else if (PyDict_Check(obj)) {
+    rec.begin_dict();
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(obj, &pos, &k, &v)) {
+      const char* ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : nullptr;
+      if (!ks) {
+        PyErr_Clear();
+        continue;
+      }
+      rec.key(ks);
+      add_pyobject(cap, rec, v, cap.names_tensors() ? stem + "." + ks : std::string(), is_output,
+                   depth + 1);
+    }
+    rec.end();
+  } else if (PySlice_Check(obj)) {
+    auto* s = reinterpret_cast<PySliceObject*>(obj);
+    rec.typed("slice");
+    rec.begin_list();
+    add_slice_part(rec, s->start);
+    add_slice_part(rec, s->stop);
+    add_slice_part(rec, s->step);
+    rec.end();
+  } else if (obj == Py_Ellipsis) {
+    rec.string("...");
+  } else if (THPDtype_Check(obj)) {
+    rec.typed("torch.dtype");
+    rec.string(std::string("torch.") + reinterpret_cast<THPDtype*>(obj)->name);
+  } else if (THPDevice_Check(obj)) {
+    rec.typed("torch.device");
+    rec.string(reinterpret_cast<THPDevice*>(obj)->device.str());
+  } else {
+    rec.null();
+  }
+}
+
+void add_pyoutput(TorchCapture& cap, EntryRecord& rec, PyObject* out, const std::string& stem) {
+  if ((PyTuple_Check(out) && !is_torch_size(out)) || PyList_Check(out)) {
+    add_pyitems(cap, rec, out, stem, true);
+    return;
+  }
+  rec.begin_list();
+  add_pyobject(cap, rec, out, child_stem(cap, stem, 0), true, 1);
+  rec.end();
+}
+
+const at::Tensor* first_grad_tensor(PyObject* obj, int depth) {
+  if (depth > 8) return nullptr;
+  if (THPVariable_Check(obj)) {
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    return t.defined() && t.grad_fn() ? &t : nullptr;
+  }
+  if (PyTuple_Check(obj) || PyList_Check(obj)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
+    PyObject** items = PySequence_Fast_ITEMS(obj);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (const at::Tensor* t = first_grad_tensor(items[i], depth + 1)) return t;
+  }
+  return nullptr;
+}
+
+// Stacks are cached under the (code object, instruction) of their innermost kKeyFrames frames:
+// walking further and resolving line numbers happens once per call site. Two stacks that agree
+// on those frames but differ deeper share the first one's record (documented in docs/capture.md).
+constexpr int kKeyFrames = 8;
+
+capture::CaptureSession::Frames current_python_stack() {
+  if (!PyGILState_Check()) return nullptr;
+  static std::unordered_map<std::string, capture::CaptureSession::Frames> cache;
+  char key[kKeyFrames * (sizeof(void*) + sizeof(int))];
+  PyCodeObject* codes[kKeyFrames];
+  int n_codes = 0;
+  size_t key_len = 0;
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  for (int depth = 0; f && depth < kKeyFrames; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+#if PY_VERSION_HEX >= 0x030B0000
+    int where = PyFrame_GetLasti(f);
+#else
+    int where = PyFrame_GetLineNumber(f);
+#endif
+    std::memcpy(key + key_len, &code, sizeof code);
+    std::memcpy(key + key_len + sizeof code, &where, sizeof where);
+    key_len += sizeof code + sizeof where;
+    codes[n_codes++] = code;
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  std::string k(key, key_len);
+  auto it = cache.find(k);
+  if (it != cache.end()) {
+    for (int i = 0; i < n_codes; ++i) Py_DECREF(codes[i]);
+    return it->second;
+  }
+  // A cached key keeps its code objects (references from the walk above): their addresses cannot
+  // be reused by other code while the key exists.
+
+  auto out = std::make_shared<std::vector<capture::StackFrame>>();
+  PyFrameObject* fr = PyEval_GetFrame();
+  Py_XINCREF(fr);
+  while (fr) {
+    PyCodeObject* code = PyFrame_GetCode(fr);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const char* name = PyUnicode_AsUTF8(code->co_name);
+    if (file && name) {
+      std::string_view fv(file);
+      bool own = !g_own_dir.empty() && fv.rfind(g_own_dir, 0) == 0;
+      // torch 1.13 runs every mode's __torch_function__ through a Python wrapper here.
+      bool wrapper = fv.size() >= 19 && fv.substr(fv.size() - 19) == "/torch/overrides.py";
+      if (!own && !wrapper) out->push_back({file, PyFrame_GetLineNumber(fr), name});
+    } else {
+      PyErr_Clear();
+    }
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(fr);
+    Py_DECREF(fr);
+    fr = back;
+  }
+  return cache.emplace(std::move(k), std::move(out)).first->second;
+}
+
+}  // namespace numprobe::python

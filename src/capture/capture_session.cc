@@ -1,0 +1,352 @@
+#include "numprobe/capture_session.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <chrono>
+#include <fstream>
+#include <utility>
+
+#include "numprobe/dump.h"
+#include "numprobe/dump_writer.h"
+#include "numprobe/error.h"
+#include "numprobe/npy.h"
+#include "numprobe/stack_construct.h"
+
+namespace numprobe::capture {
+namespace {
+
+// Bounds the memory the queue can hold while the writer lags (each job is one entry).
+constexpr size_t kMaxQueuedJobs = 1 << 16;
+// The writer is woken once this many jobs wait, or by its own timer: one wake-up per batch.
+constexpr size_t kWakeBatch = 128;
+constexpr auto kWriterPeriod = std::chrono::milliseconds(20);
+
+void make_dirs(const std::string& path) {
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos == path.size() || path[pos] == '/') {
+      std::string part = path.substr(0, pos);
+      if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+        throw Error(part + ": cannot create directory");
+    }
+  }
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char buf[4096];
+  if (!::getcwd(buf, sizeof buf)) return path;
+  std::string p = path;
+  if (p.rfind("./", 0) == 0) p = p.substr(2);
+  return std::string(buf) + "/" + p;
+}
+
+}  // namespace
+
+struct CaptureSession::Job {
+  enum Kind { kEntry, kConstruct, kFinish } kind = kEntry;
+  EntryRecord rec;
+  Frames frames;
+  bool has_parent = false;
+  std::string name;
+  std::optional<std::string> parent;
+  std::string dir;  // rank dir at submission (a step change must not redirect queued work)
+};
+
+CaptureSession::CaptureSession(CaptureConfig cfg) : cfg_(std::move(cfg)) {
+  cfg_.dump_path = absolute(cfg_.dump_path);
+  thread_ = std::thread([this] { writer_loop(); });
+}
+
+CaptureSession::~CaptureSession() {
+  try {
+    stop();
+  } catch (...) {
+    // Destructors must not throw; the journal stays for `numprobe recover`.
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_thread_ = true;
+  }
+  cv_work_.notify_all();
+  thread_.join();
+}
+
+void CaptureSession::set_step(int64_t step) {
+  step_ = step;
+  rank_dir_.clear();
+}
+
+bool CaptureSession::finished_for_good() const {
+  int64_t last = max_step(cfg_);
+  return last >= 0 && step_ > last;
+}
+
+std::string CaptureSession::rank_dir() const {
+  if (!rank_dir_.empty()) return rank_dir_;
+  std::string dir = cfg_.dump_path + "/step" + std::to_string(step_) + "/rank";
+  if (rank_ >= 0) dir += std::to_string(rank_);
+  return dir;
+}
+
+std::string CaptureSession::tensor_dir() {
+  std::string dir = rank_dir() + "/dump_tensor_data";
+  make_dirs(dir);
+  return dir;
+}
+
+void CaptureSession::start() {
+  started_ = true;
+  rank_dir_.clear();
+  rank_dir_ = rank_dir();
+  bool on = step_selected(cfg_, step_) && rank_selected(cfg_, rank_ < 0 ? 0 : rank_) &&
+            !finished_for_good();
+  active_.store(on, std::memory_order_relaxed);
+}
+
+void CaptureSession::stop() {
+  active_.store(false, std::memory_order_relaxed);
+  started_ = false;
+  finish_writer();
+}
+
+void CaptureSession::advance_step() {
+  bool was_started = started_;
+  active_.store(false, std::memory_order_relaxed);
+  finish_writer();
+  ++step_;
+  rank_dir_.clear();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    counters_.clear();
+  }
+  if (was_started) start();
+}
+
+int64_t CaptureSession::next_count(const std::string& key) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return counters_[key]++;
+}
+
+void CaptureSession::submit(EntryRecord&& rec, Frames frames, bool has_parent,
+                            std::optional<std::string> parent) {
+  auto job = std::make_unique<Job>();
+  job->kind = Job::kEntry;
+  job->rec = std::move(rec);
+  job->frames = std::move(frames);
+  job->has_parent = has_parent;
+  job->parent = std::move(parent);
+  job->dir = rank_dir();
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_done_.wait(lk, [&] { return queue_.size() < kMaxQueuedJobs; });
+  queue_.push_back(std::move(job));
+  ++submitted_;
+  if (queue_.size() > stats_.queue_high_water) stats_.queue_high_water = queue_.size();
+  // Waking the writer is a futex syscall and a context switch: only when it sleeps. It drains
+  // everything queued before it sleeps again.
+  const bool wake = writer_waiting_ && queue_.size() >= kWakeBatch;
+  lk.unlock();
+  if (wake) cv_work_.notify_one();
+}
+
+void CaptureSession::add_construct(std::string name, std::optional<std::string> parent) {
+  auto job = std::make_unique<Job>();
+  job->kind = Job::kConstruct;
+  job->name = std::move(name);
+  job->parent = std::move(parent);
+  job->dir = rank_dir();
+  std::lock_guard<std::mutex> lk(mu_);
+  queue_.push_back(std::move(job));
+  ++submitted_;
+  cv_work_.notify_one();
+}
+
+void CaptureSession::flush() {
+  std::unique_lock<std::mutex> lk(mu_);
+  uint64_t target = submitted_;
+  if (completed_ >= target) return;
+  flush_requested_ = true;
+  cv_work_.notify_one();
+  cv_done_.wait(lk, [&] { return completed_ >= target; });
+  flush_requested_ = false;
+}
+
+void CaptureSession::finish_writer() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (submitted_ == finished_at_) return;  // nothing written since the last finish
+  }
+  auto job = std::make_unique<Job>();
+  job->kind = Job::kFinish;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(std::move(job));
+    finished_at_ = ++submitted_;
+  }
+  cv_work_.notify_one();
+  flush();
+  std::string err = writer_error();
+  if (!err.empty()) throw Error("numprobe capture: " + err);
+}
+
+std::string CaptureSession::writer_error() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
+
+SessionStats CaptureSession::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
+}
+
+void CaptureSession::writer_loop() {
+  std::deque<std::unique_ptr<Job>> batch;
+  for (;;) {
+    bool failed;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      writer_waiting_ = true;
+      // Jobs left below the wake-up batch are picked up within one period (a crash loses at most
+      // that much).
+      while (!stop_thread_ && queue_.empty()) cv_work_.wait_for(lk, kWriterPeriod);
+      while (!stop_thread_ && queue_.size() < kWakeBatch && !flush_requested_ &&
+             cv_work_.wait_for(lk, kWriterPeriod) == std::cv_status::no_timeout) {
+      }
+      writer_waiting_ = false;
+      if (queue_.empty()) return;
+      batch.swap(queue_);
+      failed = !error_.empty();
+    }
+    cv_done_.notify_all();  // a producer blocked on a full queue may go on
+    for (auto& job : batch) {
+      if (!failed) {
+        try {
+          run_job(*job);
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> lk(mu_);
+          error_ = e.what();
+          failed = true;
+        }
+      }
+      job.reset();  // releases tensor bytes before the producer is told
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      completed_ += batch.size();
+    }
+    batch.clear();
+    cv_done_.notify_all();
+  }
+}
+
+// Opens the writer for `dir`. A step captured in several start/stop rounds appends: the files an
+// earlier round completed are read back and replayed into the new journal first.
+void CaptureSession::open_writer_locked() {
+  DumpHeader h;
+  h.task = std::string(task_name(cfg_.task));
+  h.level = std::string(level_name(cfg_.level));
+  if (cfg_.task == Task::kTensor) h.dump_data_dir = writer_dir_ + "/dump_tensor_data";
+  std::string json = writer_dir_ + "/dump.json";
+  if (!file_exists(json)) {
+    make_dirs(writer_dir_);
+    writer_ = std::make_unique<DumpWriter>(writer_dir_, h);
+    return;
+  }
+  DumpFile old = read_dump_json(json);
+  StackTable stacks;
+  ConstructTable constructs;
+  if (file_exists(writer_dir_ + "/stack.json"))
+    stacks = read_stack_json(writer_dir_ + "/stack.json");
+  if (file_exists(writer_dir_ + "/construct.json"))
+    constructs = read_construct_json(writer_dir_ + "/construct.json");
+  writer_ = std::make_unique<DumpWriter>(writer_dir_, old);
+  for (size_t i = 0; i < old.entries.size(); ++i) writer_->add_entry(old, i);
+  for (size_t g = 0; g < stacks.group_names.size(); ++g) {
+    std::vector<std::string> frames;
+    for (uint32_t f : stacks.group_frames[g]) frames.emplace_back(stacks.strings.get(f));
+    for (uint32_t n : stacks.group_names[g]) writer_->add_stack(stacks.strings.get(n), frames);
+  }
+  for (const auto& e : constructs.edges) writer_->add_construct(constructs, e);
+}
+
+std::string CaptureSession::frame_text(const StackFrame& f) {
+  auto it = source_lines_.find(f.file);
+  if (it == source_lines_.end()) {
+    std::vector<std::string> lines;
+    std::ifstream in(f.file);
+    for (std::string l; std::getline(in, l);) lines.push_back(std::move(l));
+    it = source_lines_.emplace(f.file, std::move(lines)).first;
+  }
+  std::string code;
+  if (f.line >= 1 && static_cast<size_t>(f.line) <= it->second.size()) {
+    const std::string& l = it->second[static_cast<size_t>(f.line) - 1];
+    size_t b = l.find_first_not_of(" \t");
+    size_t e = l.find_last_not_of(" \t\r");
+    if (b != std::string::npos) code = l.substr(b, e - b + 1);
+  }
+  // msprobe's frame text: "File <path>, line <n>, in <func>, \n <code>".
+  return "File " + f.file + ", line " + std::to_string(f.line) + ", in " + f.func + ", \n " + code;
+}
+
+void CaptureSession::run_job(Job& job) {
+  if (job.kind == Job::kFinish) {
+    if (writer_) {
+      writer_->finish();
+      writer_.reset();
+    }
+    rendered_stacks_.clear();
+    return;
+  }
+  if (!writer_ || writer_dir_ != job.dir) {
+    if (writer_) writer_->finish();
+    writer_.reset();
+    writer_dir_ = job.dir;
+    open_writer_locked();
+  }
+  if (job.kind == Job::kConstruct) {
+    writer_->add_construct(
+        job.name, job.parent ? std::optional<std::string_view>(*job.parent) : std::nullopt);
+    return;
+  }
+  EntryRecord& rec = job.rec;
+  for (TensorLeaf& t : rec.tensors()) {
+    if (!t.pending.owner) continue;
+    std::string dir = writer_dir_ + "/dump_tensor_data";
+    make_dirs(dir);
+    write_npy(dir + "/" + t.data_name, t.pending.data, t.pending.dtype, t.shape);
+    size_t bytes = dtype_size(t.pending.dtype);
+    for (int64_t d : t.shape) bytes *= static_cast<size_t>(d);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++stats_.tensor_files;
+      stats_.tensor_bytes += bytes;
+    }
+    t.pending = {};
+  }
+  writer_->add_entry(rec.name, render_entry_record(rec));
+  if (job.frames && !job.frames->empty() && cfg_.extra_info) {
+    auto it = rendered_stacks_.find(job.frames.get());
+    if (it == rendered_stacks_.end()) {
+      std::vector<std::string> lines;
+      lines.reserve(job.frames->size());
+      for (const StackFrame& f : *job.frames) lines.push_back(frame_text(f));
+      it = rendered_stacks_.emplace(job.frames.get(), std::make_pair(job.frames, std::move(lines)))
+               .first;
+    }
+    writer_->add_stack(rec.name, it->second.second);
+  }
+  if (job.has_parent && cfg_.extra_info && cfg_.level != Level::kL1 && cfg_.level != Level::kL2)
+    writer_->add_construct(
+        rec.name, job.parent ? std::optional<std::string_view>(*job.parent) : std::nullopt);
+  std::lock_guard<std::mutex> lk(mu_);
+  ++stats_.entries;
+}
+
+}  // namespace numprobe::capture

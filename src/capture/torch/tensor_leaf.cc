@@ -1,0 +1,142 @@
+#include "capture/torch/tensor_leaf.h"
+
+#include <ATen/Functions.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+#include "numprobe/hash.h"
+#include "numprobe/stats.h"
+
+namespace numprobe::capture {
+namespace {
+
+DType to_dtype(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Double:
+      return DType::kF64;
+    case c10::ScalarType::Float:
+      return DType::kF32;
+    case c10::ScalarType::Half:
+      return DType::kF16;
+    case c10::ScalarType::BFloat16:
+      return DType::kBF16;
+    case c10::ScalarType::Char:
+      return DType::kI8;
+    case c10::ScalarType::Short:
+      return DType::kI16;
+    case c10::ScalarType::Int:
+      return DType::kI32;
+    case c10::ScalarType::Long:
+      return DType::kI64;
+    case c10::ScalarType::Byte:
+      return DType::kU8;
+    case c10::ScalarType::Bool:
+      return DType::kBool;
+    default:
+      return DType::kUnknown;
+  }
+}
+
+// Statistics of a tensor that is not in CPU memory (or of a dtype our kernel lacks): ATen
+// reductions in float32 (float64 stays float64), one device->host copy of 4 numbers.
+void device_stats(const at::Tensor& t, TensorLeaf& leaf) {
+  at::Tensor f = t.scalar_type() == c10::ScalarType::Double ? t : t.to(c10::ScalarType::Float);
+  at::Tensor packed = at::stack({f.max(), f.min(), f.mean(), f.norm()}).to(at::kCPU, at::kDouble);
+  const double* v = packed.data_ptr<double>();
+  leaf.stats.max = v[0];
+  leaf.stats.min = v[1];
+  leaf.stats.count = static_cast<uint64_t>(t.numel());
+  leaf.stats.sum = v[2] * static_cast<double>(leaf.stats.count);
+  leaf.stats.sumsq = v[3] * v[3];
+  if (!std::isfinite(v[0]) || !std::isfinite(v[1])) {
+    leaf.stats.nan_count = static_cast<uint64_t>(f.isnan().sum().item<int64_t>());
+    leaf.stats.pos_inf_count = static_cast<uint64_t>(f.isposinf().sum().item<int64_t>());
+    leaf.stats.neg_inf_count = static_cast<uint64_t>(f.isneginf().sum().item<int64_t>());
+  }
+}
+
+}  // namespace
+
+const char* torch_dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Double:
+      return "torch.float64";
+    case c10::ScalarType::Float:
+      return "torch.float32";
+    case c10::ScalarType::Half:
+      return "torch.float16";
+    case c10::ScalarType::BFloat16:
+      return "torch.bfloat16";
+    case c10::ScalarType::Char:
+      return "torch.int8";
+    case c10::ScalarType::Short:
+      return "torch.int16";
+    case c10::ScalarType::Int:
+      return "torch.int32";
+    case c10::ScalarType::Long:
+      return "torch.int64";
+    case c10::ScalarType::Byte:
+      return "torch.uint8";
+    case c10::ScalarType::Bool:
+      return "torch.bool";
+    case c10::ScalarType::ComplexFloat:
+      return "torch.complex64";
+    case c10::ScalarType::ComplexDouble:
+      return "torch.complex128";
+    case c10::ScalarType::ComplexHalf:
+      return "torch.complex32";
+    default:
+      return "torch.unknown";
+  }
+}
+
+void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& leaf) {
+  leaf.dtype = torch_dtype_name(t.scalar_type());
+  auto sizes = t.sizes();
+  leaf.shape.assign(sizes.begin(), sizes.end());
+  leaf.requires_grad = t.requires_grad();
+  const int64_t n = t.numel();
+  if (n == 0 || req.data == LeafData::kNone) return;
+  const DType dt = to_dtype(t.scalar_type());
+  const bool on_cpu = t.device().is_cpu() && t.layout() == c10::kStrided;
+
+  if (req.data == LeafData::kMd5 || !req.save_as.empty()) {
+    // Bytes in the tensor's own dtype, contiguous, on the host (msprobe: CRC-32 of exactly that).
+    at::Tensor host = t.detach().to(at::kCPU).contiguous();
+    if (req.data == LeafData::kMd5)
+      leaf.crc32 = crc32(host.data_ptr(), static_cast<size_t>(n) * host.element_size());
+    if (!req.save_as.empty() && dt != DType::kUnknown) {
+      // The training step may modify t in place later: the writer gets its own copy.
+      if (host.data_ptr() == t.data_ptr()) host = host.clone();
+      auto* keep = new at::Tensor(host);
+      leaf.pending.owner = std::shared_ptr<const void>(
+          keep, [](const void* p) { delete static_cast<const at::Tensor*>(p); });
+      leaf.pending.data = keep->data_ptr();
+      leaf.pending.dtype = dt;
+      leaf.data_name = req.save_as;
+    }
+    if (req.data == LeafData::kMd5) return;
+  }
+
+  leaf.has_stats = true;
+  leaf.bool_stats = t.scalar_type() == c10::ScalarType::Bool;
+  if (on_cpu && dt != DType::kUnknown) {
+    at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+    StatsOptions opt;
+    // Large tensors are split over every core: statistics are memory-bound and a training
+    // process rarely keeps all cores' memory bandwidth busy. Below 1M elements starting threads
+    // costs more than it saves.
+    opt.threads = 0;
+    opt.parallel_threshold = size_t{1} << 20;
+    leaf.stats = compute_stats(c.data_ptr(), static_cast<size_t>(n), dt, opt);
+    return;
+  }
+  if (t.is_complex() || (dt == DType::kUnknown && !t.is_floating_point())) {
+    leaf.has_stats = false;  // complex: msprobe's stats of abs() are not reproduced yet
+    return;
+  }
+  device_stats(t.detach(), leaf);
+}
+
+}  // namespace numprobe::capture

@@ -1,0 +1,26 @@
+// at::Tensor -> msprobe tensor leaf: statistics (Highway kernel on CPU memory, ATen reductions in
+// fp32-or-better elsewhere), CRC-32 for md5 mode, and a private copy of the bytes for tensor mode.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "numprobe/capture_record.h"
+
+namespace numprobe::capture {
+
+enum class LeafData { kStatistics, kMd5, kNone };
+
+struct LeafRequest {
+  LeafData data = LeafData::kStatistics;
+  std::string save_as;  // non-empty: keep a copy of the bytes to write under this file name
+};
+
+// "torch.float32" etc., as str(tensor.dtype) prints it.
+const char* torch_dtype_name(c10::ScalarType t);
+
+// Fills leaf from t (t defined). Runs with record-function and autograd disabled by the caller.
+void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& leaf);
+
+}  // namespace numprobe::capture

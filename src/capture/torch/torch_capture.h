@@ -1,0 +1,96 @@
+// The capture engine for PyTorch: one per process, shared by the Python module and the C++ API.
+// It turns tensors and IValues into entry records, names entries (per-step counters), keeps the
+// module stack for construct.json, attaches C++ autograd post-hooks for backward entries, and runs
+// the L2 RecordFunction observer. Everything that is not torch lives in CaptureSession.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "numprobe/capture_config.h"
+#include "numprobe/capture_session.h"
+
+namespace numprobe::capture {
+
+// Set while numprobe itself runs ATen ops (statistics, copies): hooks and the observer ignore them.
+struct InternalGuard {
+  InternalGuard();
+  ~InternalGuard();
+  static bool inside();
+};
+
+class TorchCapture {
+ public:
+  explicit TorchCapture(CaptureConfig cfg);
+  ~TorchCapture();
+  TorchCapture(const TorchCapture&) = delete;
+  TorchCapture& operator=(const TorchCapture&) = delete;
+
+  // The started engine, or nullptr: the one check every hook makes first.
+  static TorchCapture* active() { return active_.load(std::memory_order_acquire); }
+
+  void start();
+  void stop();
+  void step();
+  void set_init_step(int64_t step) { session_.set_step(step); }
+  void set_rank(int64_t rank) { session_.set_rank(rank); }
+  CaptureSession& session() { return session_; }
+  const CaptureConfig& config() const { return session_.config(); }
+  bool dumping() const { return session_.active(); }
+
+  // "Functional.gelu" -> "Functional.gelu.3" (per-step counter).
+  std::string next_api_name(const std::string& api_type);
+  // Decides whether a forward entry is dumped (list/scope), given its full name.
+  bool wants(const std::string& forward_entry);
+  bool wants_direction(bool forward) const;
+  // Whether tensors may be saved as files (then callers build file stems).
+  bool names_tensors() const {
+    return config().task == Task::kTensor || !config().tensor_list.empty();
+  }
+  bool wants_inputs() const { return config().data_mode.input; }
+  bool wants_outputs() const { return config().data_mode.output; }
+
+  // Appends one value: a tensor leaf, or null for an undefined tensor. file_stem names the .npy
+  // in tensor mode: "<entry>.<input|output>.<i>[.<j>]".
+  void add_tensor(EntryRecord& rec, const at::Tensor& t, const std::string& file_stem,
+                  bool is_output);
+  void add_ivalue(EntryRecord& rec, const c10::IValue& v, const std::string& file_stem,
+                  bool is_output);
+
+  // Module stack of the calling thread (innermost last), for construct.json parents.
+  static std::vector<std::string>& module_stack();
+  std::optional<std::string> current_parent() const;
+  static std::string backward_of(const std::string& forward_name);
+
+  // Queues the entry (stack attached when with_stack and a provider is set).
+  void submit(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent);
+  void add_construct(const std::string& name, std::optional<std::string> parent);
+
+  // Registers a C++ post-hook on out.grad_fn() that dumps "<name>.backward" (inputs: grads of the
+  // forward outputs; outputs: grads of the forward inputs). No-op when out has no grad_fn.
+  void attach_backward(const at::Tensor& out, std::string backward_name,
+                       std::optional<std::string> parent);
+
+  using StackProvider = CaptureSession::Frames (*)();
+  static void set_stack_provider(StackProvider p) { stack_provider_ = p; }
+
+ private:
+  void enable_observer();
+  void disable_observer();
+
+  CaptureSession session_;
+  EntryFilter filter_;
+  uint64_t observer_handle_ = 0;
+  bool observer_on_ = false;
+  int64_t overflow_left_;
+  static std::atomic<TorchCapture*> active_;
+  static StackProvider stack_provider_;
+};
+
+}  // namespace numprobe::capture

@@ -1,0 +1,59 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "numprobe/compare_noise.h"
+#include "numprobe/compare_tensor.h"
+
+namespace numprobe {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool numbers(const CompareRow& r) {
+  return r.max.has_number() && r.min.has_number() && r.mean.has_number() && r.norm.has_number();
+}
+
+// Same value, or the same non-finite value: no difference.
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
+
+}  // namespace
+
+double row_discrepancy(const CompareRow& t, const CompareRow& g) {
+  if (t.kind != g.kind) return kInf;
+  if (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) return t.md5 == g.md5 ? 0 : kInf;
+  if (t.kind != RowKind::kTensor) return 0;
+  if (t.shape != g.shape) return kInf;
+  if (!numbers(t) || !numbers(g)) {
+    // md5-only or stat-less leaves: bitwise.
+    return t.md5 == g.md5 ? 0 : kInf;
+  }
+  const double tv[] = {t.max.v, t.min.v, t.mean.v, t.norm.v};
+  const double gv[] = {g.max.v, g.min.v, g.mean.v, g.norm.v};
+  for (int i = 0; i < 4; ++i) {
+    if (same(tv[i], gv[i])) continue;
+    if (!std::isfinite(tv[i]) || !std::isfinite(gv[i])) return kInf;
+  }
+  double n = 1;
+  for (int64_t d : t.shape) n *= static_cast<double>(std::max<int64_t>(d, 1));
+  const double magnitude =
+      std::max({std::fabs(t.max.v), std::fabs(t.min.v), std::fabs(g.max.v), std::fabs(g.min.v)});
+  const double norm = std::max(std::fabs(t.norm.v), std::fabs(g.norm.v));
+  const double rms = norm / std::sqrt(n);
+  auto rel = [](double a, double b, double scale) {
+    if (same(a, b) || !std::isfinite(a) || !std::isfinite(b)) return 0.0;
+    return scale > 0 ? std::fabs(a - b) / scale : kInf;
+  };
+  return std::max({rel(t.max.v, g.max.v, magnitude), rel(t.min.v, g.min.v, magnitude),
+                   rel(t.mean.v, g.mean.v, rms), rel(t.norm.v, g.norm.v, norm)});
+}
+
+double noise_tolerance(DType dtype) {
+  const double floor = std::ldexp(1.0, -10);
+  if (dtype == DType::kUnknown || !dtype_is_floating(dtype)) return floor;
+  return std::max(floor, 8 * dtype_epsilon(dtype));
+}
+
+}  // namespace numprobe

@@ -1,0 +1,243 @@
+"""Capture (numprobe.PrecisionDebugger) on real models: levels, observer effect, values, config."""
+import contextlib
+import json
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+torch = pytest.importorskip("torch")
+import numprobe  # noqa: E402
+import capture_models as cm  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def load(rank_dir, name="dump.json"):
+    with open(rank_dir / name) as f:
+        return json.load(f)
+
+
+def run(tmp_path, level, make=cm.make_gpt, batch=cm.gpt_batch, step=cm.gpt_step, steps=1,
+        task="statistics", setup=None, **kw):
+    model = make()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "dump", level=level, task=task, **kw)
+    if setup:
+        setup(dbg)
+    losses = []
+    for i in range(steps):
+        dbg.start(model)
+        losses.append(step(model, opt, batch(i)))
+        opt.zero_grad()
+        dbg.stop()
+        dbg.step()
+    dbg.close()
+    return model, losses, tmp_path / "dump"
+
+
+def reference(make, batch, step):
+    model = make()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = step(model, opt, batch(0))
+    return model, loss
+
+
+@pytest.mark.parametrize("level", ["L0", "L1", "mix", "L2"])
+def test_levels_dump_forward_and_backward(tmp_path, level):
+    _, _, root = run(tmp_path, level)
+    d = load(root / "step0" / "rank")
+    assert d["level"] == level and d["task"] == "statistics" and d["framework"] == "pytorch"
+    names = list(d["data"])
+    fwd = [n for n in names if ".forward" in n]
+    bwd = [n for n in names if ".backward" in n]
+    assert fwd and bwd
+    # Execution order: every backward comes after the forward it belongs to.
+    for n in bwd:
+        f = n.replace(".backward", ".forward")
+        if f in d["data"]:
+            assert names.index(f) < names.index(n), n
+    prefixes = {n.split(".")[0] for n in names}
+    if level == "L0":
+        assert prefixes == {"Module"}
+        assert any(".parameters_grad." in n for n in names)
+    if level == "L1":
+        assert {"Functional", "Tensor", "Torch"} <= prefixes and "Module" not in prefixes
+        assert "Torch.relu.0.forward" in names  # `from torch import relu`
+    if level == "mix":
+        assert {"Module", "Functional"} <= prefixes
+    if level == "L2":
+        assert prefixes == {"Aten"}
+        assert "Aten.gelu.default.0.forward" in names
+
+
+def test_mix_construct_parents(tmp_path):
+    _, _, root = run(tmp_path, "mix")
+    c = load(root / "step0" / "rank", "construct.json")
+    d = load(root / "step0" / "rank")["data"]
+    assert c["Module.blocks.ModuleList.forward.0"] is None if "Module.blocks.ModuleList.forward.0" in c else True
+    assert c["Module.blocks.0.Block.forward.0"] is None
+    assert c["Module.blocks.0.fc1.Linear.forward.0"] == "Module.blocks.0.Block.forward.0"
+    gelu = "Functional.gelu.0.forward"
+    assert c[gelu] == "Module.blocks.0.Block.forward.0"
+    assert c["Functional.linear.0.forward"] == "Module.blocks.0.qkv.Linear.forward.0"
+    assert c["Functional.gelu.0.backward"] == "Module.blocks.0.Block.backward.0"
+    # Module entries carry their own parameters.
+    params = d["Module.blocks.0.fc1.Linear.forward.0"]["parameters"]
+    assert set(params) == {"weight", "bias"} and params["weight"]["shape"] == [128, 32]
+    stack = load(root / "step0" / "rank", "stack.json")
+    lines = [line for names, frames in stack.values() for line in frames]
+    assert any("capture_models.py" in line and "F.gelu" in line for line in lines)
+    assert not any("numprobe/debugger.py" in line for line in lines)
+
+
+@pytest.mark.parametrize("model", ["gpt", "resnet18"])
+@pytest.mark.parametrize("level", ["L1", "mix", "L2"])
+def test_observer_effect_is_zero(tmp_path, model, level):
+    make, batch, step = {"gpt": (cm.make_gpt, cm.gpt_batch, cm.gpt_step),
+                         "resnet18": (cm.make_resnet18, cm.resnet_batch, cm.resnet_step)}[model]
+    ref_model, ref_loss = reference(make, batch, step)
+    ref_grads = {n: p.detach().clone() for n, p in ref_model.named_parameters()}
+    m = make()
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level=level)
+    dbg.start(m)
+    loss = step(m, opt, batch(0))
+    dbg.stop()
+    dbg.close()
+    assert torch.equal(loss, ref_loss)
+    for n, p in m.named_parameters():
+        assert torch.equal(p.detach(), ref_grads[n]), n  # weights after the SGD step
+    assert len(load(tmp_path / "d" / "step0" / "rank")["data"]) > 20
+
+
+def iter_leaves(v):
+    if isinstance(v, dict):
+        if v.get("type") == "torch.Tensor":
+            yield v
+        else:
+            for x in v.values():
+                yield from iter_leaves(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from iter_leaves(x)
+
+
+def test_statistics_equal_numpy_fp64(tmp_path):
+    _, _, root = run(tmp_path, "L1", task="tensor")
+    rank = root / "step0" / "rank"
+    d = load(rank)
+    assert d["dump_data_dir"] == str(rank / "dump_tensor_data")
+    checked = 0
+    for entry in d["data"].values():
+        for leaf in iter_leaves(entry):
+            if "data_name" not in leaf or leaf["Max"] is None:
+                continue
+            a = np.load(rank / "dump_tensor_data" / leaf["data_name"])
+            assert list(a.shape) == leaf["shape"]
+            if a.dtype == np.bool_:
+                continue
+            x = a.astype(np.float64)
+            assert leaf["Max"] == x.max() and leaf["Min"] == x.min()
+            assert leaf["Mean"] == pytest.approx(x.mean(), rel=1e-9, abs=1e-12)
+            assert leaf["Norm"] == pytest.approx(np.sqrt((x * x).sum()), rel=1e-9)
+            checked += 1
+    assert checked > 100
+
+
+def test_md5_is_crc32_of_tensor_bytes(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"task": "statistics", "dump_path": str(tmp_path / "d"),
+                               "level": "L1", "statistics": {"summary_mode": "md5"}}))
+    x = torch.randn(5, 7)
+    dbg = numprobe.PrecisionDebugger(config_path=str(cfg))
+    dbg.start()
+    y = torch.nn.functional.relu(x)
+    dbg.stop()
+    dbg.close()
+    e = load(tmp_path / "d" / "step0" / "rank")["data"]["Functional.relu.0.forward"]
+    assert e["input_args"][0]["md5"] == "%08x" % zlib.crc32(x.numpy().tobytes())
+    assert e["output"][0]["md5"] == "%08x" % zlib.crc32(y.numpy().tobytes())
+
+
+def test_steps_counters_reset_and_selection(tmp_path):
+    _, _, root = run(tmp_path, "mix", steps=3, step=cm.gpt_step)
+    a = list(load(root / "step0" / "rank")["data"])
+    b = list(load(root / "step1" / "rank")["data"])
+    assert a == b  # every counter (parameters_grad too) restarts each step
+    _, _, root2 = run(tmp_path / "sel", "L1", steps=3, step=cm.gpt_step, **{})
+    assert sorted(p.name for p in root2.iterdir()) == ["step0", "step1", "step2"]
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"task": "statistics", "dump_path": str(tmp_path / "s"),
+                               "level": "L1", "step": [1]}))
+    model = cm.make_gpt()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    dbg = numprobe.PrecisionDebugger(config_path=str(cfg))
+    for i in range(3):
+        dbg.start()
+        cm.gpt_step(model, opt, cm.gpt_batch(i))
+        dbg.stop()
+        dbg.step()
+    dbg.close()
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["step1"]
+
+
+def test_overflow_check_keeps_only_nonfinite_outputs(tmp_path):
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1", task="overflow_check")
+    dbg.start()
+    x = torch.tensor([1.0, 0.0, -1.0])
+    torch.exp(x)
+    torch.log(x)  # -inf and nan
+    dbg.stop()
+    dbg.close()
+    data = load(tmp_path / "d" / "step0" / "rank")["data"]
+    assert list(data) == ["Torch.log.0.forward"]
+    out = data["Torch.log.0.forward"]["output"][0]
+    assert out["nan_count"] == 1 and out["neg_inf_count"] == 1
+
+
+def test_config_errors_name_the_field(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"task": "statistics", "dump_path": "x", "level": "L3"}))
+    with pytest.raises(numprobe.debugger.NumprobeError, match=r"config.json.*level"):
+        numprobe.PrecisionDebugger(config_path=str(bad))
+    with pytest.raises(numprobe.debugger.NumprobeError, match="nope.json"):
+        numprobe.PrecisionDebugger(config_path=str(tmp_path / "nope.json"))
+    with pytest.raises(numprobe.debugger.NumprobeError, match="level"):
+        numprobe.PrecisionDebugger(dump_path=tmp_path, level="L9")
+
+
+@contextlib.contextmanager
+def gelu_fault(scale=1.05, approximate="none"):
+    """The injected fault: F.gelu computes scale * gelu(x, approximate). Registered with
+    register_custom_api, so the faulty function is what capture dumps as Functional.gelu."""
+    import torch.nn.functional as F
+    orig = F.gelu
+    F.gelu = lambda x, approximate_=approximate: orig(x, approximate=approximate_) * scale
+    try:
+        yield
+    finally:
+        F.gelu = orig
+
+
+def test_compare_names_injected_fault(tmp_path, cli):
+    _, _, good = run(tmp_path / "a", "mix")
+    _, _, same = run(tmp_path / "b", "mix")
+    import torch.nn.functional as F
+    with gelu_fault():
+        _, _, bad = run(tmp_path / "c", "mix",
+                        setup=lambda d: d.register_custom_api(F, "gelu", "Functional"))
+    assert not hasattr(F.gelu, "_numprobe_original")
+    cli("compare", "-t", same, "-g", good, "-o", tmp_path / "same")
+    s = json.loads((tmp_path / "same" / "summary.json").read_text())
+    assert s["pairs"][0]["error"] == 0 and s["pairs"][0]["first_divergence"] is None
+    assert s["pairs"][0]["matched"] == s["pairs"][0]["rows"]
+    cli("compare", "-t", bad, "-g", good, "-o", tmp_path / "bad")
+    s = json.loads((tmp_path / "bad" / "summary.json").read_text())
+    fd = s["pairs"][0]["first_divergence"]
+    assert fd is not None and fd["entry"] == "Functional.gelu.0.forward", fd
