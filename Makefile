@@ -32,6 +32,16 @@ demo: build
 	@echo
 	@echo "== compare: tensor dumps with one API made wrong (big_error) =="
 	$(BIN) compare -t $(FX)/synthetic_edge_cases/tensor/npu -g $(FX)/synthetic_edge_cases/tensor/bench -o demo_out/synthetic
+	@echo
+	@echo "== capture: two training runs of a small GPT (run B's layer_norm uses the wrong eps) =="
+	@rm -rf demo_out/capture
+	PYTHONPATH=python $(PY) examples/python/capture_demo.py demo_out/capture
+	@echo
+	@echo "== capture from C++: a libtorch MLP dumped through numprobe::PrecisionDebugger =="
+	build/bin/train_mlp demo_out/capture_cpp mix
+	@echo
+	@echo "== compare: which op of run B first went wrong? =="
+	$(BIN) compare -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/capture/compare
 
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-asan test-fuzz check-format

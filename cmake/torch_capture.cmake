@@ -11,19 +11,45 @@ target_include_directories(numprobe_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_
 target_link_libraries(numprobe_torch_deps INTERFACE ${TORCH_LIBRARIES})
 target_compile_options(numprobe_torch_deps INTERFACE ${TORCH_CXX_FLAGS})
 
+# Compiled once, linked twice: statically into the Python module, and as libnumprobe.so (the C++
+# API that find_package(numprobe) gives libtorch programs).
 file(GLOB NUMPROBE_CAPTURE_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capture/torch/*.cc)
-add_library(numprobe_capture_torch STATIC ${NUMPROBE_CAPTURE_TORCH_SOURCES})
-target_include_directories(numprobe_capture_torch PRIVATE ${CMAKE_SOURCE_DIR}/src)
+add_library(numprobe_capture_torch_obj OBJECT ${NUMPROBE_CAPTURE_TORCH_SOURCES})
+target_include_directories(numprobe_capture_torch_obj PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_torch_deps)
+target_compile_options(numprobe_capture_torch_obj PRIVATE ${NUMPROBE_WARNINGS})
+
+add_library(numprobe_capture_torch STATIC $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
 target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_torch_deps)
-target_compile_options(numprobe_capture_torch PRIVATE ${NUMPROBE_WARNINGS})
+
+add_library(numprobe_shared SHARED $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
+set_target_properties(numprobe_shared PROPERTIES OUTPUT_NAME numprobe)
+target_include_directories(numprobe_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>)
+target_link_libraries(numprobe_shared PRIVATE numprobe_capture_core numprobe_format numprobe_core
+                                      PUBLIC numprobe_torch_deps)
+add_library(numprobe::numprobe ALIAS numprobe_shared)
+
+include(GNUInstallDirs)
+install(TARGETS numprobe_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/numprobe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+configure_file(${CMAKE_SOURCE_DIR}/cmake/numprobeConfig.cmake.in
+               ${CMAKE_BINARY_DIR}/numprobeConfig.cmake @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/numprobeConfig.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/numprobe)
+
+# The example program, built in-tree against the same target find_package(numprobe) provides.
+add_subdirectory(${CMAKE_SOURCE_DIR}/examples ${CMAKE_BINARY_DIR}/examples)
 
 find_library(TORCH_PYTHON_LIBRARY torch_python REQUIRED
              HINTS ${TORCH_INSTALL_PREFIX}/lib /usr/lib/x86_64-linux-gnu)
 file(GLOB NUMPROBE_PY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/python/src/*.cc)
 pybind11_add_module(numprobe_python MODULE ${NUMPROBE_PY_SOURCES})
+# In-tree (PYTHONPATH=python works after a build) unless setup.py asks for its own directory.
+set(NUMPROBE_PYTHON_OUTPUT_DIR ${CMAKE_SOURCE_DIR}/python/numprobe CACHE PATH
+    "Where numprobe._C is written")
 set_target_properties(numprobe_python PROPERTIES
   OUTPUT_NAME _C
-  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_SOURCE_DIR}/python/numprobe)
+  LIBRARY_OUTPUT_DIRECTORY ${NUMPROBE_PYTHON_OUTPUT_DIR})
 target_include_directories(numprobe_python PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/python/src)
 target_link_libraries(numprobe_python PRIVATE numprobe_capture_torch ${TORCH_PYTHON_LIBRARY})
 target_compile_definitions(numprobe_python PRIVATE TORCH_EXTENSION_NAME=_C TORCH_API_INCLUDE_EXTENSION_H

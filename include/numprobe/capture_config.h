@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -57,9 +58,13 @@ Task parse_task(std::string_view s, const std::string& where);
 Level parse_level(std::string_view s, const std::string& where);
 
 // Malformed JSON: the error carries the 0-based byte offset reported by the parser.
-CaptureConfig parse_capture_config(std::string_view json_text, const std::string& source_name);
+// task_override replaces the file's "task" before its section is chosen (the constructor
+// argument of msprobe's PrecisionDebugger).
+CaptureConfig parse_capture_config(std::string_view json_text, const std::string& source_name,
+                                   std::optional<std::string_view> task_override = std::nullopt);
 // Reads `path` (at most 64 MiB); a missing or unreadable file is an InputError naming it.
-CaptureConfig load_capture_config(const std::string& path);
+CaptureConfig load_capture_config(const std::string& path,
+                                  std::optional<std::string_view> task_override = std::nullopt);
 
 bool step_selected(const CaptureConfig& cfg, int64_t step);
 bool rank_selected(const CaptureConfig& cfg, int64_t rank);

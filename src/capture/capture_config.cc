@@ -362,7 +362,8 @@ Level parse_level(std::string_view s, const std::string& where) {
   throw InputError(where, "field \"level\": " + quote(s) + " is not one of L0, L1, L2, mix, debug");
 }
 
-CaptureConfig parse_capture_config(std::string_view json_text, const std::string& source_name) {
+CaptureConfig parse_capture_config(std::string_view json_text, const std::string& source_name,
+                                   std::optional<std::string_view> task_override) {
   json root = parse_json(json_text, source_name);
   Parser p(source_name);
   if (!root.is_object()) {
@@ -374,6 +375,7 @@ CaptureConfig parse_capture_config(std::string_view json_text, const std::string
   if (auto it = root.find("task"); it != root.end()) {
     cfg.task = parse_task(p.string("task", *it), source_name);
   }
+  if (task_override) cfg.task = parse_task(*task_override, source_name);
   for (const auto& [key, v] : root.items()) {
     if (key == "task") continue;
     if (key == "dump_path") {
@@ -407,7 +409,8 @@ CaptureConfig parse_capture_config(std::string_view json_text, const std::string
   return cfg;
 }
 
-CaptureConfig load_capture_config(const std::string& path) {
+CaptureConfig load_capture_config(const std::string& path,
+                                  std::optional<std::string_view> task_override) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   std::streamoff size = in.tellg();
@@ -419,7 +422,7 @@ CaptureConfig load_capture_config(const std::string& path) {
   std::string text(static_cast<size_t>(size), '\0');
   in.seekg(0);
   if (!in.read(text.data(), size)) throw InputError(path, "cannot read");
-  return parse_capture_config(text, path);
+  return parse_capture_config(text, path, task_override);
 }
 
 bool step_selected(const CaptureConfig& cfg, int64_t step) {

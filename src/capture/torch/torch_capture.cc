@@ -214,9 +214,12 @@ TorchCapture::~TorchCapture() {
   active_.store(nullptr, std::memory_order_release);
 }
 
-void TorchCapture::start() {
+void TorchCapture::start(bool observe_aten) {
+  observe_aten_ = observe_aten;
   session_.start();
-  if (config().level == Level::kL2 && session_.active()) enable_observer();
+  const Level lv = config().level;
+  const bool aten = lv == Level::kL2 || (observe_aten && lv != Level::kL0);
+  if (aten && session_.active()) enable_observer();
 }
 
 void TorchCapture::stop() {

@@ -35,7 +35,9 @@ class TorchCapture {
   // The started engine, or nullptr: the one check every hook makes first.
   static TorchCapture* active() { return active_.load(std::memory_order_acquire); }
 
-  void start();
+  // observe_aten: run the RecordFunction observer for levels L1/L2/mix too (the C++ API, where
+  // aten ops are the APIs); Python runs it for L2 only.
+  void start(bool observe_aten = false);
   void stop();
   void step();
   void set_init_step(int64_t step) { session_.set_step(step); }
@@ -88,6 +90,7 @@ class TorchCapture {
   EntryFilter filter_;
   uint64_t observer_handle_ = 0;
   bool observer_on_ = false;
+  bool observe_aten_ = false;
   int64_t overflow_left_;
   static std::atomic<TorchCapture*> active_;
   static StackProvider stack_provider_;

@@ -1,4 +1,4 @@
-"""Small real models for capture tests: a GPT-style decoder and torchvision's ResNet-18."""
+"""Small real models for the capture demo and tests: a GPT-style decoder and torchvision ResNet-18."""
 import math
 
 import torch

@@ -1,0 +1,40 @@
+"""pip install . : builds numprobe._C with CMake (offline; needs the Debian packages of
+scripts/setup.sh) and installs the Python package from python/numprobe.
+
+In a venv made with --system-site-packages (torch comes from Debian):
+    python -m venv --system-site-packages env && env/bin/pip install --no-build-isolation .
+"""
+import os
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        out_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
+        build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        os.makedirs(build_dir, exist_ok=True)
+        gen = ["-G", "Ninja"] if subprocess.call(["which", "ninja"], stdout=subprocess.DEVNULL) == 0 else []
+        subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, *gen,
+                               "-DCMAKE_BUILD_TYPE=Release", "-DNUMPROBE_BUILD_TESTS=OFF",
+                               "-DNUMPROBE_BUILD_BENCH=OFF", f"-DPython3_EXECUTABLE={sys.executable}",
+                               f"-DNUMPROBE_PYTHON_OUTPUT_DIR={out_dir}"])
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "numprobe_python",
+                               "-j", str(min(os.cpu_count() or 2, 4))])
+
+
+setup(
+    name="numprobe",
+    version="0.1.0",
+    description="Find the first op where two training runs diverge (msprobe-compatible dumps)",
+    package_dir={"": "python"},
+    packages=["numprobe"],
+    ext_modules=[Extension("numprobe._C", sources=[])],
+    cmdclass={"build_ext": CMakeBuild},
+    python_requires=">=3.8",
+)
