@@ -59,11 +59,16 @@ def timed(fn, n):
 
 
 def measure(build, level, steps, target_step=True, rounds=3):
-    """Median step time uncaptured and captured (interleaved rounds), and entries per step."""
+    """Median step time uncaptured and captured (interleaved rounds), and entries per step.
+    The uncaptured step runs an identical model that never saw the debugger (its hooks would
+    otherwise stay registered)."""
+    base_model, base_x = build()
+    base_step = make_step(base_model, base_x)
     model, x = build()
     step = make_step(model, x)
     for _ in range(3):
         step()
+        base_step()
     root = tempfile.mkdtemp(prefix="np_bench_")
     base, cap = [], []
     dbg = numprobe.PrecisionDebugger(dump_path=root, level=level, task="statistics",
@@ -72,7 +77,7 @@ def measure(build, level, steps, target_step=True, rounds=3):
         dbg.set_init_step(1)  # every measured step is past the selected one
     entries_before = 0
     for _ in range(rounds):
-        base += timed(step, steps)
+        base += timed(base_step, steps)
 
         def captured():
             dbg.start(model)

@@ -15,6 +15,7 @@ seeds_for() {
       $fx/malformed_dump_json $fx/layer_mapping_min $fx/acc_check_input" ;;
     stack_construct_fuzz) echo "$fx/cross_framework_ms_vs_pt $fx/layer_mapping_min" ;;
     compare_input_fuzz) echo "$fx/configs" ;;
+    capture_config_fuzz) echo "$fx/configs" ;;
     npy_fuzz) echo "$fx/synthetic_edge_cases/tensor/npu/dump_tensor_data $fx/acc_check_input/mindspore" ;;
     *) echo "" ;;
   esac

@@ -78,8 +78,8 @@ class CaptureSession {
   std::string rank_dir() const;
   std::string tensor_dir();
 
-  // Queue an entry; frames (outermost first) go to stack.json when extra_info is on; parent goes
-  // to construct.json (nullopt: null) when has_parent. Blocks when the queue is full.
+  // Queue an entry; frames (innermost first, as msprobe) go to stack.json when extra_info is on;
+  // parent goes to construct.json (nullopt: null) when has_parent. Blocks when the queue is full.
   // Stacks are shared: capture deduplicates them and the writer renders each one once per step.
   using Frames = std::shared_ptr<const std::vector<StackFrame>>;
   void submit(EntryRecord&& rec, Frames frames = nullptr, bool has_parent = false,

@@ -71,6 +71,7 @@ class PrecisionDebugger:
         self._started = False
         self._rank_set = False
         self._custom = []
+        self._dist_wrapped = False
         self._api_table = build_api_table()
         _C.set_api_names(self._api_table)
         _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
@@ -78,6 +79,8 @@ class PrecisionDebugger:
 
     # ---- msprobe API ---------------------------------------------------------------------------
     def start(self, model=None, token_range=None, rank_id=None):
+        if self.level in ("L1", "mix") and not self._dist_wrapped:
+            self._wrap_distributed()
         if not self._rank_set:
             self._engine.set_rank(self._detect_rank(rank_id))
             self._rank_set = True
@@ -146,6 +149,26 @@ class PrecisionDebugger:
         setattr(module, api, orig)
         self._api_table.pop(orig, None)
         _C.set_api_names(self._api_table)
+
+    def _wrap_distributed(self):
+        """torch.distributed functions are plain Python: torch never dispatches them to a mode, so
+        the collectives are wrapped (and unwrapped by close()) as custom APIs."""
+        self._dist_wrapped = True
+        dist = torch.distributed
+        if not dist.is_available():
+            return
+        from torch.distributed import distributed_c10d as c10d
+
+        def group_ranks(pg):
+            if hasattr(dist, "get_process_group_ranks"):
+                return list(dist.get_process_group_ranks(pg))
+            return sorted(getattr(c10d, "_pg_group_ranks", {}).get(pg, {}).keys())
+
+        _C.set_group_ranks_fn(group_ranks)
+        for name in _COLLECTIVES:
+            for module in (dist, c10d):
+                if isinstance(getattr(module, name, None), types.FunctionType):
+                    self.register_custom_api(module, name, "Distributed")
 
     # ---- numprobe additions --------------------------------------------------------------------
     @property
@@ -227,6 +250,14 @@ class PrecisionDebugger:
             for pname, p in params:
                 self._handles.append(p.register_hook(functools.partial(_param_hook, grad_rec,
                                                                        pname)))
+
+
+_COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
+    "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast", "reduce", "gather", "scatter",
+    "all_to_all", "all_to_all_single", "barrier", "send", "recv", "isend", "irecv",
+    "batch_isend_irecv", "all_gather_object", "broadcast_object_list",
+)
 
 
 def _patch_backward_hook():

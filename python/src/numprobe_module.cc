@@ -87,7 +87,23 @@ PyObject* record_call(const std::string& api_type, PyObject* func, PyObject* arg
   InternalGuard guard;
   if (cap->wants_outputs()) {
     rec.key("output");
-    add_pyoutput(*cap, rec, out, fwd + ".output");
+    if (api_type.rfind("Distributed.", 0) == 0) {
+      // Collectives work in place: msprobe's output is the arguments after the call.
+      rec.begin_list();
+      Py_ssize_t n_args = PyTuple_GET_SIZE(args);
+      for (Py_ssize_t i = 0; i < n_args; ++i)
+        add_pyobject(*cap, rec, PyTuple_GET_ITEM(args, i), fwd + ".output." + std::to_string(i),
+                     true, 1);
+      if (kwargs) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &k, &v))
+          add_pyobject(*cap, rec, v, fwd + ".output", true, 1);
+      }
+      rec.end();
+    } else {
+      add_pyoutput(*cap, rec, out, fwd + ".output");
+    }
   }
   rec.end();
   if (cap->wants_direction(false)) {
@@ -376,6 +392,9 @@ PYBIND11_MODULE(_C, m) {
         return py::reinterpret_steal<py::object>(out);
       },
       "Calls func(*args, **kwargs) as the API api_type (register_custom_api wrappers).");
+  m.def("set_group_ranks_fn", [](py::object fn) {
+    numprobe::python::set_group_ranks_fn(fn.is_none() ? nullptr : fn.ptr());
+  });
   m.def("set_own_package_dir", &numprobe::python::set_own_package_dir);
   m.attr("torch_function") =
       py::reinterpret_steal<py::object>(PyCFunction_NewEx(&g_torch_function_def, nullptr, nullptr));

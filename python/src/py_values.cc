@@ -5,8 +5,11 @@
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cstdio>
 #include <cstring>
 #include <unordered_map>
+
+#include "numprobe/hash.h"
 
 namespace numprobe::python {
 
@@ -38,6 +41,67 @@ void add_slice_part(EntryRecord& rec, PyObject* v) {
 
 void set_own_package_dir(std::string dir) {
   g_own_dir = std::move(dir);
+}
+
+namespace {
+PyObject* g_group_ranks_fn = nullptr;  // Python callable: ProcessGroup -> list of global ranks
+}
+
+void set_group_ranks_fn(PyObject* fn) {
+  Py_XINCREF(fn);
+  Py_XDECREF(g_group_ranks_fn);
+  g_group_ranks_fn = fn;
+}
+
+// torch.distributed objects in msprobe's forms: a ProcessGroup as {"type": "torch.ProcessGroup",
+// "group_ranks": [...], "group_id": crc32(str(ranks))}, a ReduceOp as {"type":
+// "torch.distributed.ReduceOp", "value": "SUM"}. False when obj is neither.
+bool add_distributed_object(EntryRecord& rec, PyObject* obj) {
+  std::string_view type = Py_TYPE(obj)->tp_name;
+  if (type.find("ProcessGroup") != std::string_view::npos && g_group_ranks_fn) {
+    PyObject* ranks = PyObject_CallOneArg(g_group_ranks_fn, obj);
+    if (!ranks || !PyList_Check(ranks)) {
+      PyErr_Clear();
+      Py_XDECREF(ranks);
+      return false;
+    }
+    std::string text = "[";
+    rec.begin_dict();
+    rec.key("type");
+    rec.string("torch.ProcessGroup");
+    rec.key("group_ranks");
+    rec.begin_list();
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ranks); ++i) {
+      long long r = PyLong_AsLongLong(PyList_GET_ITEM(ranks, i));
+      rec.integer(r);
+      text += (i ? ", " : "") + std::to_string(r);
+    }
+    rec.end();
+    text += "]";
+    char id[16];
+    std::snprintf(id, sizeof id, "%08x", crc32(text.data(), text.size()));
+    rec.key("group_id");
+    rec.string(id);
+    rec.end();
+    Py_DECREF(ranks);
+    return true;
+  }
+  if (type.find("ReduceOp") != std::string_view::npos || type == "RedOpType") {
+    PyObject* str = PyObject_Str(obj);
+    const char* s = str ? PyUnicode_AsUTF8(str) : nullptr;
+    if (!s) {
+      PyErr_Clear();
+      Py_XDECREF(str);
+      return false;
+    }
+    std::string_view v(s);
+    if (auto dot = v.rfind('.'); dot != std::string_view::npos) v = v.substr(dot + 1);
+    rec.typed("torch.distributed.ReduceOp");
+    rec.string(v);
+    Py_DECREF(str);
+    return true;
+  }
+  return false;
 }
 
 void add_pyitems(TorchCapture& cap, EntryRecord& rec, PyObject* seq, const std::string& stem,
@@ -122,6 +186,7 @@ void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std:
     rec.end();
   } else if (obj == Py_Ellipsis) {
     rec.string("...");
+  } else if (add_distributed_object(rec, obj)) {
   } else if (THPDtype_Check(obj)) {
     rec.typed("torch.dtype");
     rec.string(std::string("torch.") + reinterpret_cast<THPDtype*>(obj)->name);

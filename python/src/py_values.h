@@ -24,6 +24,9 @@ const at::Tensor* first_grad_tensor(PyObject* obj, int depth = 0);
 // The Python stack of the calling thread, innermost first, without numprobe's own frames;
 // identical stacks share one object. Needs the GIL (returns nullptr without it).
 capture::CaptureSession::Frames current_python_stack();
+// torch.distributed: how ProcessGroups are turned into rank lists (set by the Python layer).
+void set_group_ranks_fn(PyObject* fn);
+bool add_distributed_object(capture::EntryRecord& rec, PyObject* obj);
 void set_own_package_dir(std::string dir);
 
 }  // namespace numprobe::python

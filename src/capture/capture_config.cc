@@ -241,6 +241,12 @@ json parse_json(std::string_view text, const std::string& source) {
     // Drop nlohmann's "[json.exception.parse_error.101] " tag.
     if (size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
     throw InputError(source, "malformed JSON: " + what, offset);
+  } catch (const json::exception& e) {
+    // The parser reports a number that does not fit a double (1e999) as out_of_range.406, which
+    // is not a parse_error and carries no position.
+    std::string what = e.what();
+    if (size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+    throw InputError(source, "malformed JSON: " + what);
   }
 }
 

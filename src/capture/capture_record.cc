@@ -87,28 +87,38 @@ void render_tensor(const TensorLeaf& t, PyJsonWriter& w) {
 std::string render_entry_record(const EntryRecord& r) {
   std::string out;
   PyJsonWriter w(out, 1, 2);
-  const auto& toks = r.tokens();
-  // Open containers; a kTyped wrapper is an object closed right after its one value.
+  // Open containers: '{' dict, '[' list, 't' a {"type", "value"} wrapper awaiting its value.
+  // `keyed` is true when a dict has just received its key. Any stream that would make invalid
+  // JSON throws (a capture bug, never user input).
   std::vector<char> open;
+  bool keyed = false;
+  auto fail = [&](const char* what) { throw Error("capture record " + r.name + ": " + what); };
+  auto before_value = [&] {
+    if (!open.empty() && open.back() == '{' && !keyed) fail("value without a key in a dict");
+    if (open.empty() && !out.empty()) fail("second top-level value");
+    keyed = false;
+  };
   auto after_value = [&] {
     while (!open.empty() && open.back() == 't') {
       w.end_object();
       open.pop_back();
     }
   };
-  for (const auto& t : toks) {
+  for (const auto& t : r.tokens()) {
     switch (t.op) {
       case Op::kBeginDict:
+        before_value();
         w.begin_object();
         open.push_back('{');
         continue;
       case Op::kBeginList:
+        before_value();
         w.begin_array();
         open.push_back('[');
         continue;
       case Op::kEnd:
-        if (open.empty() || open.back() == 't')
-          throw Error("capture record " + r.name + ": unbalanced end");
+        if (open.empty() || open.back() == 't') fail("unbalanced end");
+        if (keyed) fail("key without a value");
         if (open.back() == '{')
           w.end_object();
         else
@@ -116,37 +126,47 @@ std::string render_entry_record(const EntryRecord& r) {
         open.pop_back();
         break;
       case Op::kKey:
+        if (open.empty() || open.back() != '{' || keyed) fail("key outside a dict");
         w.key(r.str(t));
+        keyed = true;
         continue;
-      case Op::kNull:
-        w.null_value();
-        break;
-      case Op::kBool:
-        w.bool_value(t.b);
-        break;
-      case Op::kInt:
-        w.int_value(t.i);
-        break;
-      case Op::kFloat:
-        w.float_value(t.d);
-        break;
-      case Op::kString:
-        w.string_value(r.str(t));
-        break;
       case Op::kTyped:
+        before_value();
         w.begin_object();
         w.key("type");
         w.string_value(r.str(t));
         w.key("value");
         open.push_back('t');
         continue;
-      case Op::kTensor:
-        render_tensor(r.tensors()[static_cast<size_t>(t.i)], w);
+      default:
+        before_value();
+        switch (t.op) {
+          case Op::kNull:
+            w.null_value();
+            break;
+          case Op::kBool:
+            w.bool_value(t.b);
+            break;
+          case Op::kInt:
+            w.int_value(t.i);
+            break;
+          case Op::kFloat:
+            w.float_value(t.d);
+            break;
+          case Op::kString:
+            w.string_value(r.str(t));
+            break;
+          case Op::kTensor:
+            render_tensor(r.tensors()[static_cast<size_t>(t.i)], w);
+            break;
+          default:
+            break;
+        }
         break;
     }
     after_value();
   }
-  if (!open.empty()) throw Error("capture record " + r.name + ": unclosed container");
+  if (!open.empty()) fail("unclosed container");
   return out;
 }
 

@@ -284,13 +284,14 @@ std::string CaptureSession::frame_text(const StackFrame& f) {
     for (std::string l; std::getline(in, l);) lines.push_back(std::move(l));
     it = source_lines_.emplace(f.file, std::move(lines)).first;
   }
+  // msprobe leaves out frames whose source line cannot be read (<string>, deleted files); a
+  // blank line is kept with empty code.
+  if (f.line < 1 || static_cast<size_t>(f.line) > it->second.size()) return std::string();
   std::string code;
-  if (f.line >= 1 && static_cast<size_t>(f.line) <= it->second.size()) {
-    const std::string& l = it->second[static_cast<size_t>(f.line) - 1];
-    size_t b = l.find_first_not_of(" \t");
-    size_t e = l.find_last_not_of(" \t\r");
-    if (b != std::string::npos) code = l.substr(b, e - b + 1);
-  }
+  const std::string& l = it->second[static_cast<size_t>(f.line) - 1];
+  size_t b = l.find_first_not_of(" \t");
+  size_t e = l.find_last_not_of(" \t\r");
+  if (b != std::string::npos) code = l.substr(b, e - b + 1);
   // msprobe's frame text: "File <path>, line <n>, in <func>, \n <code>".
   return "File " + f.file + ", line " + std::to_string(f.line) + ", in " + f.func + ", \n " + code;
 }
@@ -336,7 +337,10 @@ void CaptureSession::run_job(Job& job) {
     if (it == rendered_stacks_.end()) {
       std::vector<std::string> lines;
       lines.reserve(job.frames->size());
-      for (const StackFrame& f : *job.frames) lines.push_back(frame_text(f));
+      for (const StackFrame& f : *job.frames) {
+        std::string text = frame_text(f);
+        if (!text.empty()) lines.push_back(std::move(text));
+      }
       it = rendered_stacks_.emplace(job.frames.get(), std::make_pair(job.frames, std::move(lines)))
                .first;
     }

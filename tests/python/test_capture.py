@@ -240,3 +240,81 @@ def test_compare_names_injected_fault(tmp_path, cli):
     s = json.loads((tmp_path / "bad" / "summary.json").read_text())
     fd = s["pairs"][0]["first_divergence"]
     assert fd is not None and fd["entry"] == "Functional.gelu.0.forward", fd
+
+
+def test_stats_follow_in_place_writes_of_large_tensors(tmp_path):
+    # Large tensors' statistics are cached per version: writes through the tensor or through a
+    # view of it must be seen.
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    x = torch.rand(400, 400) + 1
+    dbg.start()
+    torch.relu(x)
+    torch.relu(x)
+    with torch.no_grad():
+        x.mul_(2)
+    torch.relu(x)
+    x[0].add_(100)
+    torch.relu(x)
+    dbg.stop()
+    dbg.close()
+    data = load(tmp_path / "d" / "step0" / "rank")["data"]
+    inputs = [data[f"Torch.relu.{i}.forward"]["input_args"][0] for i in range(4)]
+    assert inputs[0] == inputs[1]
+    assert inputs[2]["Max"] == 2 * inputs[0]["Max"]
+    assert inputs[3]["Max"] == x.max().item() and inputs[3]["Max"] > inputs[2]["Max"] + 99
+    assert data["Tensor.mul_.0.forward"]["output"][0]["Max"] == inputs[2]["Max"]
+
+
+def test_thread_count_noise_is_not_a_divergence(tmp_path, cli):
+    # Same model, seed and data; only torch's thread count differs, which reorders the
+    # reductions inside the matmuls. The dumps differ in low bits; compare must name nothing.
+    roots = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        try:
+            torch.manual_seed(0)
+            layer = torch.nn.TransformerEncoderLayer(128, 4, 512, batch_first=True, dropout=0.0)
+            x = torch.randn(8, 64, 128)
+            opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+            dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / f"t{threads}", level="mix")
+            dbg.start(layer)
+            layer(x).pow(2).mean().backward()
+            opt.step()
+            dbg.stop()
+            dbg.close()
+            roots.append(tmp_path / f"t{threads}")
+        finally:
+            torch.set_num_threads(1)
+    a, b = (load(r / "step0" / "rank")["data"] for r in roots)
+    assert a.keys() == b.keys()
+    assert a != b, "thread count changed no bit: the test would not exercise the noise rule"
+    cli("compare", "-t", roots[1], "-g", roots[0], "-o", tmp_path / "cmp")
+    (pair,) = json.loads((tmp_path / "cmp" / "summary.json").read_text())["pairs"]
+    assert pair["error"] == 0 and pair["first_divergence"] is None, pair["first_divergence"]
+
+
+def test_four_rank_gloo_run_writes_four_rank_dirs_with_collectives(tmp_path):
+    import socket
+    import subprocess
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = ROOT / "tests" / "python" / "dist_capture_script.py"
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "d"), str(port)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for step in (0, 1):
+        ranks = sorted(d.name for d in (tmp_path / "d" / f"step{step}").iterdir())
+        assert ranks == ["rank0", "rank1", "rank2", "rank3"]
+    d0 = load(tmp_path / "d" / "step0" / "rank0")["data"]
+    d1 = load(tmp_path / "d" / "step0" / "rank1")["data"]
+    ar = d0["Distributed.all_reduce.0.forward"]
+    assert ar["input_args"][0]["shape"] == [8, 8]
+    # In place: the output is the argument after the reduction, equal on every rank.
+    assert ar["output"][0] == d1["Distributed.all_reduce.0.forward"]["output"][0]
+    assert ar["input_args"][0] != d1["Distributed.all_reduce.0.forward"]["input_args"][0]
+    bc = d0["Distributed.broadcast.0.forward"]["input_kwargs"]["group"]
+    assert bc["type"] == "torch.ProcessGroup" and bc["group_ranks"] == [0, 2]
+    assert "Distributed.broadcast.0.forward" not in d1
+    # Counters restart every step on every rank.
+    assert "Distributed.all_reduce.3.forward" in load(tmp_path / "d" / "step1" / "rank3")["data"]

@@ -56,6 +56,50 @@ void device_stats(const at::Tensor& t, TensorLeaf& leaf) {
   }
 }
 
+// Statistics of the last tensors seen on this thread. One tensor is typically dumped several times
+// in a row (an op's output is the next op's input; a weight is an input of every call of its
+// layer), so large tensors are summarised once per version. The weak reference keeps the
+// TensorImpl's address from being reused by another tensor while it is cached; the version
+// counter (shared by all views of a storage) changes on every in-place write.
+struct CachedStats {
+  c10::weak_intrusive_ptr<c10::TensorImpl> impl{
+      c10::weak_intrusive_ptr<c10::TensorImpl>(c10::intrusive_ptr<c10::TensorImpl>())};
+  const c10::TensorImpl* key = nullptr;
+  uint32_t version = 0;
+  const void* data = nullptr;
+  int64_t numel = 0;
+  TensorStats stats;
+};
+constexpr size_t kCacheSlots = 64;
+constexpr int64_t kCacheMinElements = int64_t{1} << 16;
+thread_local CachedStats t_cache[kCacheSlots];
+thread_local size_t t_cache_next = 0;
+
+bool cacheable(const at::Tensor& t) {
+  return t.numel() >= kCacheMinElements && !t.is_inference();
+}
+
+const TensorStats* cache_find(const at::Tensor& t) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const uint32_t version = impl->version_counter().current_version();
+  for (CachedStats& c : t_cache) {
+    if (c.key == impl && c.version == version && c.data == t.data_ptr() && c.numel == t.numel() &&
+        !c.impl.expired())
+      return &c.stats;
+  }
+  return nullptr;
+}
+
+void cache_put(const at::Tensor& t, const TensorStats& stats) {
+  CachedStats& c = t_cache[t_cache_next++ % kCacheSlots];
+  c.impl = c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr());
+  c.key = t.unsafeGetTensorImpl();
+  c.version = t.unsafeGetTensorImpl()->version_counter().current_version();
+  c.data = t.data_ptr();
+  c.numel = t.numel();
+  c.stats = stats;
+}
+
 }  // namespace
 
 const char* torch_dtype_name(c10::ScalarType t) {
@@ -121,6 +165,13 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
 
   leaf.has_stats = true;
   leaf.bool_stats = t.scalar_type() == c10::ScalarType::Bool;
+  const bool use_cache = cacheable(t);
+  if (use_cache) {
+    if (const TensorStats* hit = cache_find(t)) {
+      leaf.stats = *hit;
+      return;
+    }
+  }
   if (on_cpu && dt != DType::kUnknown) {
     at::Tensor c = t.is_contiguous() ? t : t.contiguous();
     StatsOptions opt;
@@ -130,6 +181,7 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     opt.threads = 0;
     opt.parallel_threshold = size_t{1} << 20;
     leaf.stats = compute_stats(c.data_ptr(), static_cast<size_t>(n), dt, opt);
+    if (use_cache) cache_put(t, leaf.stats);
     return;
   }
   if (t.is_complex() || (dt == DType::kUnknown && !t.is_floating_point())) {
@@ -137,6 +189,7 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     return;
   }
   device_stats(t.detach(), leaf);
+  if (use_cache) cache_put(t, leaf.stats);
 }
 
 }  // namespace numprobe::capture

@@ -420,3 +420,10 @@ TEST(CaptureConfig, LoadFromFile) {
   // A directory is not a config file.
   EXPECT_THROW(load_capture_config(dir), InputError);
 }
+
+// Regression (found by capture_config_fuzz): a number too large for a double made nlohmann throw
+// out_of_range, which escaped as std::terminate instead of an InputError.
+TEST(CaptureConfig, NumberOverflowIsAnInputError) {
+  expect_error(R"({"step": [1e999]})", {"config.json", "number overflow"});
+  expect_error(R"({"run_ut": {"x": 1e999}})", {"config.json", "number overflow"});
+}

@@ -704,3 +704,42 @@ TEST(CaptureRecord, UnbalancedStreamsThrow) {
     }
   }
 }
+
+// Regression (second reader's review): malformed streams used to crash in PyJsonWriter::key or
+// render invalid JSON; every one must throw.
+TEST(CaptureRecord, MalformedStreamsThrowInsteadOfCrashing) {
+  auto throws = [](auto build) {
+    EntryRecord r;
+    r.name = "Functional.m.0.forward";
+    build(r);
+    EXPECT_THROW(render_entry_record(r), numprobe::Error);
+  };
+  throws([](EntryRecord& r) { r.key("k"); });  // key with nothing open
+  throws([](EntryRecord& r) {                  // key inside a list
+    r.begin_list();
+    r.key("k");
+    r.end();
+  });
+  throws([](EntryRecord& r) {  // value without a key inside a dict
+    r.begin_dict();
+    r.integer(1);
+    r.end();
+  });
+  throws([](EntryRecord& r) {  // key without a value
+    r.begin_dict();
+    r.key("k");
+    r.end();
+  });
+  throws([](EntryRecord& r) {  // two keys in a row
+    r.begin_dict();
+    r.key("a");
+    r.key("b");
+    r.null();
+    r.end();
+  });
+  throws([](EntryRecord& r) {  // two top-level values
+    r.begin_dict();
+    r.end();
+    r.null();
+  });
+}

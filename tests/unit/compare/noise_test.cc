@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "numprobe/compare_noise.h"
+
+namespace numprobe {
+namespace {
+
+StatValue num(double v) {
+  StatValue s;
+  s.kind = StatKind::kFloat;
+  s.v = v;
+  return s;
+}
+
+CompareRow tensor_row(double mx, double mn, double mean, double norm, std::vector<int64_t> shape) {
+  CompareRow r;
+  r.kind = RowKind::kTensor;
+  r.element_type = DType::kF32;
+  r.shape = std::move(shape);
+  r.has_shape = true;
+  r.max = num(mx);
+  r.min = num(mn);
+  r.mean = num(mean);
+  r.norm = num(norm);
+  return r;
+}
+
+TEST(Noise, IdenticalRowsHaveNoDiscrepancy) {
+  auto a = tensor_row(2, -1, 0.1, 10, {4, 25});
+  EXPECT_EQ(row_discrepancy(a, a), 0);
+}
+
+TEST(Noise, MeanIsJudgedAgainstRmsNotAgainstItself) {
+  // Mean ~0: a 1e-6 change is huge relative to the mean but nothing relative to the RMS (1.0).
+  auto a = tensor_row(3, -3, 1e-7, 10, {100});
+  auto b = tensor_row(3, -3, 1.1e-6, 10, {100});
+  EXPECT_NEAR(row_discrepancy(a, b), 1e-6, 1e-9);
+}
+
+TEST(Noise, MaxAndNormAreScaled) {
+  auto a = tensor_row(2, -1, 0, 10, {4});
+  auto b = tensor_row(2.1, -1, 0, 10, {4});
+  EXPECT_NEAR(row_discrepancy(a, b), 0.1 / 2.1, 1e-12);
+  auto c = tensor_row(2, -1, 0, 10.5, {4});
+  EXPECT_NEAR(row_discrepancy(a, c), 0.5 / 10.5, 1e-12);
+}
+
+TEST(Noise, ShapeKindScalarAndNonFiniteMismatchesAreInfinite) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto a = tensor_row(2, -1, 0, 10, {4});
+  EXPECT_EQ(row_discrepancy(a, tensor_row(2, -1, 0, 10, {2, 2})), inf);
+  EXPECT_EQ(row_discrepancy(a, tensor_row(inf, -1, inf, inf, {4})), inf);
+  EXPECT_EQ(
+      row_discrepancy(tensor_row(NAN, NAN, NAN, NAN, {4}), tensor_row(NAN, NAN, NAN, NAN, {4})), 0);
+  CompareRow s1, s2;
+  s1.kind = s2.kind = RowKind::kScalar;
+  s1.md5 = "1";
+  s2.md5 = "2";
+  EXPECT_EQ(row_discrepancy(s1, s2), inf);
+  s2.md5 = "1";
+  EXPECT_EQ(row_discrepancy(s1, s2), 0);
+  CompareRow none;
+  EXPECT_EQ(row_discrepancy(a, none), inf);
+}
+
+TEST(Noise, ToleranceIsTf32FloorOrEightUlps) {
+  EXPECT_EQ(noise_tolerance(DType::kF32), std::ldexp(1.0, -10));
+  EXPECT_EQ(noise_tolerance(DType::kF64), std::ldexp(1.0, -10));
+  EXPECT_EQ(noise_tolerance(DType::kF16), 8 * std::ldexp(1.0, -10));
+  EXPECT_EQ(noise_tolerance(DType::kBF16), 8 * std::ldexp(1.0, -7));
+  EXPECT_EQ(noise_tolerance(DType::kI64), std::ldexp(1.0, -10));
+}
+
+}  // namespace
+}  // namespace numprobe
