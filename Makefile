@@ -76,6 +76,7 @@ bench: build
 	build/bin/bench_stats
 	build/bin/bench_json
 	build/bin/bench_compare
+	$(PY) bench/capture_bench.py
 
 install: build
 	cmake --install build
