@@ -25,6 +25,31 @@ class _ApiMode(TorchFunctionMode):
     __torch_function__ = staticmethod(_C.torch_function)
 
 
+class _DirectMode:
+    """torch 1.13 runs every TorchFunctionMode through a Python dispatcher
+    (torch.overrides._TorchFunctionStackMode: a frame and a context manager per call, 2x the step
+    time of a small model). This object is installed as the C++-level mode itself, so C++ calls
+    numprobe's C function directly; it also stands in for _TorchFunctionStackMode while capture
+    runs, so torch's Python-side dispatch (F.gelu and other Python functions) reaches the same
+    function and re-installs it afterwards. Used only when no other mode is active at start();
+    NUMPROBE_DIRECT_MODE=0 turns it off."""
+    __torch_function__ = staticmethod(_C.torch_function)
+
+
+def _direct_mode_usable():
+    if os.environ.get("NUMPROBE_DIRECT_MODE", "1") == "0":
+        return False
+    if int(torch.__version__.split(".")[0]) >= 2:
+        return False  # 2.x keeps its mode stack in C++; the standard path is already direct
+    c = torch._C
+    needed = ("_set_torch_function_mode", "_is_torch_function_mode_enabled",
+              "_push_on_torch_function_stack", "_pop_torch_function_stack",
+              "_len_torch_function_stack")
+    if not all(hasattr(c, n) for n in needed) or not hasattr(torch.overrides, "_TorchFunctionStackMode"):
+        return False
+    return c._len_torch_function_stack() == 0 and not c._is_torch_function_mode_enabled()
+
+
 def _load_config(config_path):
     if config_path is None:
         return {}, "<arguments>"
@@ -215,14 +240,26 @@ class PrecisionDebugger:
         return -1
 
     def _push_mode(self):
-        if self.level in ("L1", "mix") and self._mode is None and self._engine.dumping():
-            self._mode = _ApiMode()
-            self._mode.__enter__()
+        if self.level not in ("L1", "mix") or self._mode is not None or not self._engine.dumping():
+            return
+        if _direct_mode_usable():
+            self._saved_stack_mode = torch.overrides._TorchFunctionStackMode
+            torch.overrides._TorchFunctionStackMode = _DirectMode
+            torch._C._push_on_torch_function_stack(_DirectMode())
+            torch._C._set_torch_function_mode(_DirectMode())
+            self._mode = "direct"
+            return
+        self._mode = _ApiMode()
+        self._mode.__enter__()
 
     def _pop_mode(self):
-        if self._mode is not None:
+        if self._mode == "direct":
+            torch._C._set_torch_function_mode(None)
+            torch._C._pop_torch_function_stack()
+            torch.overrides._TorchFunctionStackMode = self._saved_stack_mode
+        elif self._mode is not None:
             self._mode.__exit__(None, None, None)
-            self._mode = None
+        self._mode = None
 
     def _hook_model(self, model):
         models = list(enumerate(model)) if isinstance(model, (list, tuple)) else [(None, model)]

@@ -350,6 +350,10 @@ PYBIND11_MODULE(_C, m) {
       .def("set_init_step", [](Engine& e, int64_t s) { e.cap->set_init_step(s); })
       .def("set_rank", [](Engine& e, int64_t r) { e.cap->set_rank(r); })
       .def("dumping", [](Engine& e) { return e.cap->dumping(); })
+      .def(
+          "flush_for_test", [](Engine& e) { e.cap->session().flush(); },
+          py::call_guard<py::gil_scoped_release>(),
+          "Waits until every queued entry reached the journal (tests of crash safety).")
       .def("current_step", [](Engine& e) { return e.cap->session().step(); })
       .def("rank_dir", [](Engine& e) { return e.cap->session().rank_dir(); })
       .def("level",

@@ -318,3 +318,79 @@ def test_four_rank_gloo_run_writes_four_rank_dirs_with_collectives(tmp_path):
     assert "Distributed.broadcast.0.forward" not in d1
     # Counters restart every step on every rank.
     assert "Distributed.all_reduce.3.forward" in load(tmp_path / "d" / "step1" / "rank3")["data"]
+
+
+def test_direct_mode_dumps_what_the_standard_mode_dumps(tmp_path, monkeypatch):
+    # torch 1.13 fast path (debugger._DirectMode) against torch's own TorchFunctionMode path.
+    _, _, fast = run(tmp_path / "fast", "mix")
+    monkeypatch.setenv("NUMPROBE_DIRECT_MODE", "0")
+    _, _, std = run(tmp_path / "std", "mix")
+    a = load(fast / "step0" / "rank")["data"]
+    b = load(std / "step0" / "rank")["data"]
+    assert list(a) == list(b) and a == b
+    # Nothing of numprobe is left installed in torch after close().
+    assert not torch._C._is_torch_function_mode_enabled()
+    assert torch.overrides._TorchFunctionStackMode.__module__ == "torch.overrides"
+
+
+def test_user_torch_function_mode_keeps_working(tmp_path):
+    seen = []
+
+    class Spy(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    with Spy():
+        dbg.start()  # another mode is active: numprobe stacks its own above it
+        torch.nn.functional.relu(torch.ones(2))
+        dbg.stop()
+        torch.exp(torch.ones(2))
+    dbg.close()
+    assert "exp" in seen
+    assert "Functional.relu.0.forward" in load(tmp_path / "d" / "step0" / "rank")["data"]
+
+
+def test_structure_task_has_names_and_shapes_but_no_values(tmp_path):
+    _, _, root = run(tmp_path, "mix", task="structure")
+    d = load(root / "step0" / "rank")
+    leaf = d["data"]["Functional.linear.0.forward"]["output"][0]
+    assert leaf["shape"] == [2, 16, 96] and leaf["Max"] is None and leaf["Norm"] is None
+    assert load(root / "step0" / "rank", "construct.json")
+
+
+def test_seed_all_reproduces_and_removes_dropout():
+    numprobe.seed_all(7, mode=True, rm_dropout=True)
+    a = torch.randn(3)
+    x = torch.ones(1000)
+    assert torch.equal(torch.nn.functional.dropout(x, 0.5, training=True), x)
+    numprobe.seed_all(7)
+    assert torch.equal(torch.randn(3), a)
+    torch.use_deterministic_algorithms(False)
+
+
+def test_killed_capture_leaves_a_recoverable_journal(tmp_path, cli):
+    import subprocess
+    code = f"""
+import os, sys, torch
+sys.path.insert(0, {str(ROOT / 'python')!r})
+import numprobe
+torch.set_num_threads(1)
+d = numprobe.PrecisionDebugger(dump_path={str(tmp_path / 'd')!r}, level='L1')
+d.start()
+x = torch.ones(4)
+for i in range(300):
+    x = torch.nn.functional.relu(x + 1)
+d._engine.flush_for_test()
+os._exit(3)   # dies mid-step: no stop(), no atexit
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 3, p.stderr
+    rank = tmp_path / "d" / "step0" / "rank"
+    assert (rank / "dump.journal").exists() and not (rank / "dump.json").exists()
+    cli("recover", tmp_path / "d")
+    data = load(rank)["data"]
+    # torch.ones, then 300 x (Tensor.add, Functional.relu): every entry reached the journal.
+    assert "Functional.relu.299.forward" in data and "Tensor.add.299.forward" in data
+    assert len(data) == 601
