@@ -11,7 +11,7 @@
 
 namespace numprobe {
 
-enum class MatchKind : uint8_t { kExact, kRenumbered, kUnmatched };
+enum class MatchKind : uint8_t { kExact, kRenumbered, kFuzzy, kUnmatched };
 const char* match_kind_name(MatchKind k);
 
 struct EntryPairing {
@@ -21,6 +21,15 @@ struct EntryPairing {
 };
 
 EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden);
+
+// The same, then a third stage for entries both earlier stages left: a sequence alignment (a
+// weighted LCS by dynamic programming, order-preserving, between the anchors already paired) of
+// the leftover target and golden entries, scoring same direction + op name (ignoring the API
+// prefix, so Mint.matmul meets Torch.matmul) + the shapes and dtypes of their tensor rows. Pairs
+// scoring below a same-op or same-signature match stay unmatched. kFuzzy marks these pairs.
+EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
+                          const std::vector<CompareRow>& target_rows,
+                          const std::vector<CompareRow>& golden_rows);
 
 struct RowPair {
   int64_t target = -1;  // index into the target rows, -1 for a golden-only row

@@ -255,7 +255,8 @@ void compare_pair(PairResult& p) {
   p.target_rows = flatten_rows(p.target.dump);
   p.golden_rows = flatten_rows(p.golden.dump);
   std::vector<RowPair> pairs =
-      pair_rows(pair_entries(p.target.dump, p.golden.dump), p.target_rows, p.golden_rows);
+      pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows),
+                p.target_rows, p.golden_rows);
   p.rows.clear();
   p.rows.reserve(pairs.size());
   for (const RowPair& rp : pairs) {

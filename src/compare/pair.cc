@@ -36,6 +36,8 @@ const char* match_kind_name(MatchKind k) {
       return "exact";
     case MatchKind::kRenumbered:
       return "renumbered";
+    case MatchKind::kFuzzy:
+      return "fuzzy";
     case MatchKind::kUnmatched:
       break;
   }
@@ -91,6 +93,79 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
 
 namespace {
 
+// What the fuzzy stage compares of an entry: direction, op (prefix dropped), and the signature of
+// its tensor rows ("in:[2,3]f32;out:[2,3]f32").
+struct EntryShape {
+  Direction direction = Direction::kUnknown;
+  std::string op;
+  std::string signature;
+};
+
+std::vector<EntryShape> entry_shapes(const DumpFile& d, const std::vector<CompareRow>& rows) {
+  std::vector<EntryShape> out(d.entries.size());
+  for (size_t i = 0; i < d.entries.size(); ++i) {
+    EntryName e = parse_entry_name(d.entry_name(i));
+    out[i].direction = e.direction;
+    out[i].op = std::string(e.op);
+  }
+  for (const CompareRow& r : rows) {
+    if (r.entry >= out.size() || r.kind != RowKind::kTensor) continue;
+    std::string& sig = out[r.entry].signature;
+    sig += r.state == RowState::kOutput ? 'o' : 'i';
+    sig += '[';
+    for (int64_t dim : r.shape) {
+      sig += std::to_string(dim);
+      sig += ',';
+    }
+    sig += ']';
+    sig += std::string(dtype_name(r.element_type));
+    sig += ';';
+  }
+  return out;
+}
+
+// 0 = never pair. Same op and same signature beats either alone.
+int fuzzy_score(const EntryShape& t, const EntryShape& g) {
+  if (t.direction != g.direction) return 0;
+  int s = 0;
+  if (t.op == g.op) s += 3;
+  if (!t.signature.empty() && t.signature == g.signature) s += 2;
+  return s;
+}
+
+// Aligns target[ta, tb) with golden[ga, gb) (both: leftover entry indices) maximising the total
+// score; O(n m) cells, so windows are bounded by the caller.
+void align_window(const std::vector<uint32_t>& ts, const std::vector<uint32_t>& gs,
+                  const std::vector<EntryShape>& tsh, const std::vector<EntryShape>& gsh,
+                  EntryPairing& p, std::vector<bool>& used) {
+  const size_t n = ts.size(), m = gs.size();
+  if (n == 0 || m == 0) return;
+  std::vector<int32_t> dp((n + 1) * (m + 1), 0);
+  auto at = [&](size_t i, size_t j) -> int32_t& { return dp[i * (m + 1) + j]; };
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      int32_t best = std::max(at(i - 1, j), at(i, j - 1));
+      int sc = fuzzy_score(tsh[ts[i - 1]], gsh[gs[j - 1]]);
+      if (sc >= 2) best = std::max(best, at(i - 1, j - 1) + sc);
+      at(i, j) = best;
+    }
+  }
+  for (size_t i = n, j = m; i > 0 && j > 0;) {
+    int sc = fuzzy_score(tsh[ts[i - 1]], gsh[gs[j - 1]]);
+    if (sc >= 2 && at(i, j) == at(i - 1, j - 1) + sc) {
+      p.golden_of[ts[i - 1]] = gs[j - 1];
+      p.how[ts[i - 1]] = MatchKind::kFuzzy;
+      used[gs[j - 1]] = true;
+      --i;
+      --j;
+    } else if (at(i, j) == at(i - 1, j)) {
+      --i;
+    } else {
+      --j;
+    }
+  }
+}
+
 // Rows are contiguous per entry: [begin[e], end[e]) for each entry e.
 void entry_ranges(const std::vector<CompareRow>& rows, size_t entries, std::vector<uint32_t>& begin,
                   std::vector<uint32_t>& end) {
@@ -109,6 +184,47 @@ std::string_view suffix(const CompareRow& r) {
 }
 
 }  // namespace
+
+EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
+                          const std::vector<CompareRow>& target_rows,
+                          const std::vector<CompareRow>& golden_rows) {
+  EntryPairing p = pair_entries(target, golden);
+  if (p.golden_only.empty()) return p;
+  std::vector<bool> used(golden.entries.size(), true);
+  for (uint32_t g : p.golden_only) used[g] = false;
+  const auto tsh = entry_shapes(target, target_rows);
+  const auto gsh = entry_shapes(golden, golden_rows);
+  // Windows between anchors: the leftover target entries after anchor k and before anchor k+1
+  // align with the leftover golden entries between the anchors' golden positions. Anchors that
+  // break golden order (a renumbered pair crossing another) are skipped.
+  std::vector<uint32_t> ts, gs;
+  int64_t last_golden = -1;
+  auto flush = [&](int64_t golden_end) {
+    gs.clear();
+    for (int64_t g = last_golden + 1; g < golden_end; ++g)
+      if (!used[static_cast<size_t>(g)]) gs.push_back(static_cast<uint32_t>(g));
+    // Bound the work of one window (n*m cells); a larger gap is aligned in slices.
+    constexpr size_t kMaxCells = size_t{1} << 24;
+    if (ts.size() * gs.size() <= kMaxCells) {
+      align_window(ts, gs, tsh, gsh, p, used);
+    }
+    ts.clear();
+  };
+  for (size_t i = 0; i < target.entries.size(); ++i) {
+    const int64_t g = p.golden_of[i];
+    if (g < 0) {
+      ts.push_back(static_cast<uint32_t>(i));
+    } else if (g > last_golden) {
+      flush(g);
+      last_golden = g;
+    }
+  }
+  flush(static_cast<int64_t>(golden.entries.size()));
+  p.golden_only.clear();
+  for (uint32_t i = 0; i < golden.entries.size(); ++i)
+    if (!used[i]) p.golden_only.push_back(i);
+  return p;
+}
 
 std::vector<RowPair> pair_rows(const EntryPairing& entries, const std::vector<CompareRow>& target,
                                const std::vector<CompareRow>& golden) {

@@ -76,3 +76,72 @@ TEST(CompareDumps, RanklessDumpsPairByOrder) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string tensor_of(const std::string& shape, const std::string& dtype = "torch.float32") {
+  return R"({"type": "torch.Tensor", "dtype": ")" + dtype + R"(", "shape": )" + shape +
+         R"(, "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0})";
+}
+
+std::string api(const std::string& name, const std::string& shape) {
+  return "\"" + name + "\": {\"input_args\": [" + tensor_of(shape) + "], \"output\": [" +
+         tensor_of(shape) + "]}";
+}
+
+}  // namespace
+
+// The fuzzy stage: an op renamed between versions (same signature) and an op present on one side
+// only, between exactly paired anchors.
+TEST(PairEntries, FuzzyAlignmentPairsBySignatureAndKeepsOrder) {
+  DumpFile t = parse_dump_json(dump(api("Functional.linear.0.forward", "[2, 4]") + ", " +
+                                    api("Functional.dropout.0.forward", "[9]") + ", " +
+                                    api("Functional.gelu_new.0.forward", "[2, 4]") + ", " +
+                                    api("Functional.softmax.0.forward", "[2, 4]")),
+                               "t");
+  DumpFile g = parse_dump_json(dump(api("Functional.linear.0.forward", "[2, 4]") + ", " +
+                                    api("Functional.gelu.0.forward", "[2, 4]") + ", " +
+                                    api("Functional.softmax.0.forward", "[2, 4]")),
+                               "g");
+  auto tr = flatten_rows(t), gr = flatten_rows(g);
+  EntryPairing plain = pair_entries(t, g);
+  EXPECT_EQ(plain.golden_of[2], -1);
+  EntryPairing p = pair_entries(t, g, tr, gr);
+  EXPECT_EQ(p.golden_of[0], 0);
+  EXPECT_EQ(p.golden_of[1], -1);  // dropout: nothing like it in golden
+  EXPECT_EQ(p.golden_of[2], 1);
+  EXPECT_EQ(p.how[2], MatchKind::kFuzzy);
+  EXPECT_EQ(p.golden_of[3], 2);
+  EXPECT_EQ(p.how[3], MatchKind::kExact);
+  EXPECT_TRUE(p.golden_only.empty());
+  auto rows = pair_rows(p, tr, gr);
+  size_t fuzzy = 0;
+  for (const RowPair& r : rows) fuzzy += r.how == MatchKind::kFuzzy;
+  EXPECT_EQ(fuzzy, 2u);
+  EXPECT_STREQ(match_kind_name(MatchKind::kFuzzy), "fuzzy");
+}
+
+TEST(PairEntries, FuzzyPairsTheSameOpAcrossFrameworkPrefixes) {
+  DumpFile t = parse_dump_json(
+      dump(api("Mint.matmul.0.forward", "[3, 3]") + ", " + api("Mint.add.0.forward", "[3]")), "t");
+  DumpFile g = parse_dump_json(
+      dump(api("Torch.matmul.0.forward", "[3, 3]") + ", " + api("Tensor.add.0.forward", "[3]")),
+      "g");
+  EntryPairing p = pair_entries(t, g, flatten_rows(t), flatten_rows(g));
+  EXPECT_EQ(p.golden_of[0], 0);
+  EXPECT_EQ(p.golden_of[1], 1);
+  EXPECT_EQ(p.how[1], MatchKind::kFuzzy);
+}
+
+TEST(PairEntries, FuzzyNeverPairsAcrossDirectionsOrUnrelatedOps) {
+  DumpFile t = parse_dump_json(dump(api("Functional.relu.0.backward", "[5]") + ", " +
+                                    api("Functional.tanh.0.forward", "[6]")),
+                               "t");
+  DumpFile g = parse_dump_json(dump(api("Functional.relu.0.forward", "[5]") + ", " +
+                                    api("Functional.sigmoid.0.forward", "[7]")),
+                               "g");
+  EntryPairing p = pair_entries(t, g, flatten_rows(t), flatten_rows(g));
+  EXPECT_EQ(p.golden_of[0], -1);
+  EXPECT_EQ(p.golden_of[1], -1);
+  EXPECT_EQ(p.golden_only.size(), 2u);
+}
