@@ -21,7 +21,7 @@
 namespace numprobe {
 namespace {
 
-RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact);
+RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact, bool durable);
 
 std::string journal_path(const std::string& dir) {
   return dir + "/" + kJournalFileName;
@@ -157,7 +157,7 @@ void DumpWriter::finish() {
   finished_ = true;
   ::close(fd_);
   fd_ = -1;
-  assemble_to_files(dir_, /*require_intact=*/true);
+  assemble_to_files(dir_, /*require_intact=*/true, /*durable=*/opt_.sync_each_record);
 }
 
 namespace {
@@ -287,14 +287,16 @@ namespace {
 // Writes the three files from the journal (stack, construct, then dump.json last: its presence
 // marks the set complete) and removes the journal. With require_intact, a damaged journal throws
 // before anything is committed and stays in place.
-RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact) {
+// durable: fsync the files before the journal goes (power-loss safety; the writer asks for it
+// only with sync_each_record, whose journal records are themselves synced).
+RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact, bool durable) {
   const std::string jpath = journal_path(rank_dir);
   RecoverReport rep;
   {
     format::MappedFile file(jpath);
-    format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
-    format::AtomicFileWriter stack_file(rank_dir + "/stack.json");
-    format::AtomicFileWriter construct_file(rank_dir + "/construct.json");
+    format::AtomicFileWriter dump_file(rank_dir + "/dump.json", durable);
+    format::AtomicFileWriter stack_file(rank_dir + "/stack.json", durable);
+    format::AtomicFileWriter construct_file(rank_dir + "/construct.json", durable);
     Sink dump, stack, construct;
     dump.file = &dump_file;
     stack.file = &stack_file;
@@ -320,7 +322,7 @@ RecoverReport recover_rank_dir(const std::string& rank_dir) {
   // A journal is always newer than any json files beside it (DumpWriter removes those when it
   // starts), so the journal wins; after a death between assembling and removing the journal the
   // two hold the same content.
-  return assemble_to_files(rank_dir, /*require_intact=*/false);
+  return assemble_to_files(rank_dir, /*require_intact=*/false, /*durable=*/true);
 }
 
 }  // namespace numprobe

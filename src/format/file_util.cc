@@ -12,8 +12,8 @@
 
 namespace numprobe::format {
 
-AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)), tmp_(path_ + ".tmp") {
+AtomicFileWriter::AtomicFileWriter(std::string path, bool durable)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), durable_(durable) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(tmp_ + ": cannot create: " + strerror(errno));
 }
@@ -38,7 +38,7 @@ void AtomicFileWriter::write(std::string_view bytes) {
 }
 
 void AtomicFileWriter::commit() {
-  if (::fsync(fd_) != 0) throw Error(tmp_ + ": flush failed: " + strerror(errno));
+  if (durable_ && ::fsync(fd_) != 0) throw Error(tmp_ + ": flush failed: " + strerror(errno));
   if (::close(fd_) != 0) {
     fd_ = -1;
     ::unlink(tmp_.c_str());

@@ -14,7 +14,9 @@ bool file_exists(const std::string& path);
 // commit(), the temporary is removed and `path` is untouched.
 class AtomicFileWriter {
  public:
-  explicit AtomicFileWriter(std::string path);
+  // durable: fsync before the rename, so the file survives a power loss once committed (a process
+  // crash never loses a committed file either way).
+  explicit AtomicFileWriter(std::string path, bool durable = true);
   ~AtomicFileWriter();
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
@@ -24,6 +26,7 @@ class AtomicFileWriter {
  private:
   std::string path_, tmp_;
   int fd_ = -1;
+  bool durable_ = true;
 };
 
 }  // namespace numprobe::format
