@@ -6,8 +6,8 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache clang libclang-rt-14-dev clang-format
   zlib1g-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  python3-numpy python3-pytest
+  libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev
+  python3-numpy python3-pytest python3-openpyxl
   libopenblas0-pthread
   libtorch-dev python3-torch python3-torchvision pybind11-dev python3-dev
 )

@@ -56,14 +56,33 @@ struct PairResult {
   std::optional<FirstDivergence> first_divergence;
 };
 
+// Across the ranks of one step: which rank's first divergence is the origin. A rank whose first
+// divergence is a collective (Distributed.*: its local inputs agreed, its output did not) received
+// diverged data from another rank and is not the origin; among the others, the one with the fewest
+// collectives before its divergence diverged first in collective time (ties: the lower rank).
+// When every rank's first divergence is the same collective, inputs agreeing everywhere, the
+// collective itself is the origin (collective_itself).
+struct CrossRankOrigin {
+  int64_t step = -1;
+  int64_t pair = -1;  // index into CompareReport::pairs
+  size_t collectives_before = 0;
+  bool collective_itself = false;
+  std::vector<int64_t> received;  // pairs whose first divergence is a collective
+};
+
 struct CompareReport {
   std::vector<PairResult> pairs;
-  std::vector<std::string> problems;  // steps/ranks present on one side only, ...
+  std::vector<std::string> problems;     // steps/ranks present on one side only, ...
+  std::vector<CrossRankOrigin> origins;  // steps with a divergence on at least one rank
 };
 
 // Pairs rank dumps by (step, rank id / label), detects the mode, compares. Throws InputError when
 // the two sides' tasks are incompatible (e.g. md5 vs statistics).
-CompareReport compare_dumps(const std::string& target, const std::string& golden);
+// Pairs run on up to `threads` threads (0: the hardware's; each loads its two dumps).
+CompareReport compare_dumps(const std::string& target, const std::string& golden,
+                            unsigned threads = 0);
+// Fills report.origins from the pairs' first divergences.
+void find_cross_rank_origins(CompareReport& report);
 // One pair, already loaded.
 void compare_pair(PairResult& p);
 
@@ -75,7 +94,21 @@ struct CompareInput {
 };
 CompareInput parse_compare_input(std::string_view text, const std::string& name);
 
-// Writers. CSV cells that start like a spreadsheet formula are prefixed with "'".
+// The result table behind the CSV and XLSX writers (compare_xlsx.h): msprobe's columns for the
+// mode, one row per RowResult. Texts are final: text that a spreadsheet would run as a formula
+// (first character =, +, -, @, %, tab, CR or a full-width form of one) carries a leading "'".
+struct TableCell {
+  std::string text;
+  bool numeric = false;  // a metric/statistic column: a number, "nan", "inf", "N/A", "1.5%", ...
+};
+std::vector<std::string> compare_table_header(const PairResult& p, bool with_stack);
+// Sets `cells` to row r of p, as many as the header has (their strings' storage is reused).
+void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
+                       std::vector<TableCell>& cells);
+// The "Requires_grad Consistent" column: both sides present with the same requires_grad.
+bool requires_grad_consistent(const PairResult& p, const RowResult& r);
+
+// Writers. The CSV holds the table above, RFC 4180 quoted.
 std::string render_compare_csv(const PairResult& p, bool with_stack);
 std::string render_summary_json(const CompareReport& r);
 

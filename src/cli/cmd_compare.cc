@@ -7,6 +7,7 @@
 #include "format/file_util.h"
 #include "format/mapped_file.h"
 #include "numprobe/compare.h"
+#include "numprobe/compare_xlsx.h"
 #include "numprobe/error.h"
 
 namespace fs = std::filesystem;
@@ -38,6 +39,8 @@ class CompareCommand : public Subcommand {
          &input_},
         {"-o,--out", "output directory (created)", Flag::kString, &out_, true},
         {"-s,--stack", "add the target's call stack to each row", Flag::kBool, &stack_},
+        {"--xlsx", "also write each table as .xlsx, rows highlighted as msprobe does", Flag::kBool,
+         &xlsx_},
     };
   }
 
@@ -50,8 +53,9 @@ class CompareCommand : public Subcommand {
     CompareReport rep = compare_dumps(target_, golden_);
     fs::create_directories(out_);
     for (const PairResult& p : rep.pairs) {
-      std::string path = out_ + "/compare_result_" + label(p.target_where) + ".csv";
-      format::write_file_atomic(path, render_compare_csv(p, stack_));
+      std::string path = out_ + "/compare_result_" + label(p.target_where);
+      format::write_file_atomic(path + ".csv", render_compare_csv(p, stack_));
+      if (xlsx_) write_compare_xlsx(path + ".xlsx", p, stack_);
     }
     format::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -94,7 +98,7 @@ class CompareCommand : public Subcommand {
           label(p.target_where).c_str(), compare_mode_name(p.mode), p.rows.size(), p.matched,
           p.pass, p.warning, p.error, p.unmatched_target, p.unmatched_golden);
       if (!p.first_divergence) {
-        printf("  no divergence: every matched row passes\n");
+        printf("  no divergence beyond noise\n");
         continue;
       }
       const FirstDivergence& f = *p.first_divergence;
@@ -103,13 +107,32 @@ class CompareCommand : public Subcommand {
       if (!f.module.empty()) printf("    in %s\n", f.module.c_str());
       if (p.target.stack) print_user_frames(*p.target.stack, f.entry);
     }
+    for (const CrossRankOrigin& o : rep.origins) {
+      size_t ranks = 0;
+      for (const PairResult& p : rep.pairs) ranks += p.target_where.step == o.step;
+      if (ranks < 2 || o.pair < 0) continue;
+      const PairResult& p = rep.pairs[static_cast<size_t>(o.pair)];
+      printf("origin across ranks, step %lld: %s on %s (%s; %zu collective%s before it",
+             static_cast<long long>(o.step), p.first_divergence->entry.c_str(),
+             p.target_where.rank >= 0 ? ("rank " + std::to_string(p.target_where.rank)).c_str()
+                                      : label(p.target_where).c_str(),
+             o.collective_itself ? "the collective itself diverged" : "diverged locally",
+             o.collectives_before, o.collectives_before == 1 ? "" : "s");
+      if (!o.received.empty()) {
+        printf("; received by rank");
+        for (int64_t i : o.received)
+          printf(" %lld",
+                 static_cast<long long>(rep.pairs[static_cast<size_t>(i)].target_where.rank));
+      }
+      printf(")\n");
+    }
     for (const auto& s : rep.problems) printf("warning: %s\n", s.c_str());
-    printf("wrote %s/summary.json and %zu csv file(s) in %.3f s\n", out_.c_str(), rep.pairs.size(),
-           secs);
+    printf("wrote %s/summary.json and %zu csv%s file(s) in %.3f s\n", out_.c_str(),
+           rep.pairs.size(), xlsx_ ? " + xlsx" : "", secs);
   }
 
   std::string target_, golden_, input_, out_;
-  bool stack_ = false;
+  bool stack_ = false, xlsx_ = false;
 };
 
 }  // namespace

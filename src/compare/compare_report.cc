@@ -62,16 +62,14 @@ bool starts_like_formula(std::string_view v) {
   return false;
 }
 
-// Appends one CSV cell: RFC 4180 quoting, and a leading "'" on text that starts like a formula.
-void cell(std::string& out, std::string_view v, bool text = true) {
+// Appends one CSV cell with RFC 4180 quoting. The text is final (formula guard already applied).
+void csv_cell(std::string& out, std::string_view v) {
   if (!out.empty() && out.back() != '\n') out += ',';
-  const bool quote = v.find_first_of(",\"\n\r") != std::string_view::npos;
-  if (quote) out += '"';
-  if (text && starts_like_formula(v)) out += '\'';
-  if (!quote) {
+  if (v.find_first_of(",\"\n\r") == std::string_view::npos) {
     out.append(v.data(), v.size());
     return;
   }
+  out += '"';
   size_t from = 0;
   for (size_t q = v.find('"'); q != std::string_view::npos; q = v.find('"', q + 1)) {
     out.append(v.data() + from, q + 1 - from);
@@ -82,9 +80,46 @@ void cell(std::string& out, std::string_view v, bool text = true) {
   out += '"';
 }
 
-void num_cell(std::string& out, bool has, double v) {
-  cell(out, has ? num(v) : "N/A", false);
-}
+// Fills the cells of one table row in order, reusing the strings' storage between rows.
+class RowCells {
+ public:
+  explicit RowCells(std::vector<TableCell>& cells) : cells_(cells) {}
+  ~RowCells() { cells_.resize(n_); }
+  RowCells(const RowCells&) = delete;
+  RowCells& operator=(const RowCells&) = delete;
+
+  // A text cell: a leading "'" on text that starts like a formula.
+  void text(std::string_view v) {
+    TableCell& c = next(false);
+    if (starts_like_formula(v)) {
+      c.text = "'";
+      c.text.append(v.data(), v.size());
+    } else {
+      c.text.assign(v.data(), v.size());
+    }
+  }
+  // The same, taking over v's storage (long texts such as stacks).
+  void take(std::string&& v) {
+    if (starts_like_formula(v)) {
+      text(std::string_view(v));
+    } else {
+      next(false).text = std::move(v);
+    }
+  }
+  // A metric or statistic cell: a number, "nan"/"inf", "N/A", "12.5%", "True", "None".
+  void metric(std::string_view v) { next(true).text.assign(v.data(), v.size()); }
+  void number(bool has, double v) { metric(has ? num(v) : "N/A"); }
+
+ private:
+  TableCell& next(bool numeric) {
+    if (n_ == cells_.size()) cells_.emplace_back();
+    TableCell& c = cells_[n_++];
+    c.numeric = numeric;
+    return c;
+  }
+  std::vector<TableCell>& cells_;
+  size_t n_ = 0;
+};
 
 // The metrics behind a verdict. JSON has no NaN/Inf: those are written as strings so strict
 // readers load the summary.
@@ -141,7 +176,12 @@ void write_evidence(format::PyJsonWriter& w, const PairResult& p, const RowResul
 
 }  // namespace
 
-std::string render_compare_csv(const PairResult& p, bool with_stack) {
+bool requires_grad_consistent(const PairResult& p, const RowResult& r) {
+  if (r.pair.target < 0 || r.pair.golden < 0) return false;
+  return p.target_rows[r.pair.target].requires_grad == p.golden_rows[r.pair.golden].requires_grad;
+}
+
+std::vector<std::string> compare_table_header(const PairResult& p, bool with_stack) {
   std::vector<std::string> header = {
       "NPU Name",         "Bench Name",         "NPU Dtype",         "Bench Dtype",
       "NPU Tensor Shape", "Bench Tensor Shape", "NPU Requires_grad", "Bench Requires_grad"};
@@ -167,72 +207,96 @@ std::string render_compare_csv(const PairResult& p, bool with_stack) {
                 {"Requires_grad Consistent", "Status", "Match", "Reason", "Err_message"});
   if (with_stack) header.push_back("NPU_Stack_Info");
   if (p.mode == CompareMode::kTensor) header.push_back("Data_name");
+  return header;
+}
 
-  std::string out;
-  for (const auto& h : header) cell(out, h);
-  out += '\n';
+void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
+                       std::vector<TableCell>& cells) {
   static const CompareRow kNone{};
+  RowCells out(cells);
+  const bool ht = r.pair.target >= 0, hg = r.pair.golden >= 0;
+  const CompareRow& t = ht ? p.target_rows[r.pair.target] : kNone;
+  const CompareRow& g = hg ? p.golden_rows[r.pair.golden] : kNone;
+  // The returned view lives as long as v: a temporary v lasts the whole out.text(...) statement.
+  auto side = [](bool has, const std::string& v) {
+    return has ? std::string_view(v) : std::string_view("N/A");
+  };
+  out.text(side(ht, t.name));
+  out.text(side(hg, g.name));
+  out.text(side(ht, t.dtype));
+  out.text(side(hg, g.dtype));
+  out.text(side(ht, shape_cell(t)));
+  out.text(side(hg, shape_cell(g)));
+  out.text(ht ? rg_cell(t.requires_grad) : "N/A");
+  out.text(hg ? rg_cell(g.requires_grad) : "N/A");
+  const bool both = ht && hg;
+  switch (p.mode) {
+    case CompareMode::kTensor: {
+      const TensorMetrics& m = r.tensor;
+      out.number(both && m.has_cosine, m.cosine);
+      out.number(both && m.has_euclidean, m.euclidean);
+      out.number(both && m.has_errors, m.max_abs);
+      out.number(both && m.has_errors, m.max_rel);
+      out.number(both && m.has_ratios, m.one_thousandth);
+      out.number(both && m.has_ratios, m.five_thousandths);
+      break;
+    }
+    case CompareMode::kStatistics: {
+      const StatDiff* d[] = {&r.stats.max, &r.stats.min, &r.stats.mean, &r.stats.norm};
+      for (const StatDiff* x : d) out.number(both && x->has_diff, x->diff);
+      for (const StatDiff* x : d)
+        out.metric(both && x->has_rel ? num(x->rel_percent) + "%" : "N/A");
+      break;
+    }
+    case CompareMode::kMd5:
+      out.text(side(ht, t.md5));
+      out.text(side(hg, g.md5));
+      break;
+  }
+  if (p.mode != CompareMode::kMd5) {
+    for (const StatValue* s : {&t.max, &t.min, &t.mean, &t.norm})
+      out.metric(ht ? stat_cell(*s) : "N/A");
+    for (const StatValue* s : {&g.max, &g.min, &g.mean, &g.norm})
+      out.metric(hg ? stat_cell(*s) : "N/A");
+  }
+  out.text(requires_grad_consistent(p, r) ? "True" : "False");
+  out.text(row_status_name(r.status));
+  out.text(match_kind_name(r.pair.how));
+  out.text(r.reason);
+  out.text(r.message);
+  if (with_stack) {
+    std::string frames;
+    const std::vector<uint32_t>* f =
+        ht && p.target.stack ? p.target.stack->frames_of(t.name.substr(0, t.suffix_at)) : nullptr;
+    if (f) {
+      for (uint32_t id : *f) frames += std::string(p.target.stack->strings.get(id)) + "\n";
+    }
+    if (!frames.empty()) frames.pop_back();
+    if (frames.empty()) {
+      out.text("N/A");
+    } else {
+      out.take(std::move(frames));
+    }
+  }
+  if (p.mode == CompareMode::kTensor) {
+    std::string names = "[";
+    names.append(side(ht, t.data_name)).append(", ").append(side(hg, g.data_name)) += ']';
+    out.take(std::move(names));
+  }
+}
+
+std::string render_compare_csv(const PairResult& p, bool with_stack) {
+  std::vector<TableCell> cells;
+  {
+    RowCells header(cells);
+    for (const std::string& h : compare_table_header(p, with_stack)) header.text(h);
+  }
+  std::string out;
+  for (const TableCell& c : cells) csv_cell(out, c.text);
+  out += '\n';
   for (const RowResult& r : p.rows) {
-    const bool ht = r.pair.target >= 0, hg = r.pair.golden >= 0;
-    const CompareRow& t = ht ? p.target_rows[r.pair.target] : kNone;
-    const CompareRow& g = hg ? p.golden_rows[r.pair.golden] : kNone;
-    auto side = [&](bool has, const std::string& v) { return has ? v : std::string("N/A"); };
-    cell(out, side(ht, t.name));
-    cell(out, side(hg, g.name));
-    cell(out, side(ht, t.dtype));
-    cell(out, side(hg, g.dtype));
-    cell(out, side(ht, shape_cell(t)));
-    cell(out, side(hg, shape_cell(g)));
-    cell(out, ht ? rg_cell(t.requires_grad) : "N/A");
-    cell(out, hg ? rg_cell(g.requires_grad) : "N/A");
-    const bool both = ht && hg;
-    switch (p.mode) {
-      case CompareMode::kTensor: {
-        const TensorMetrics& m = r.tensor;
-        num_cell(out, both && m.has_cosine, m.cosine);
-        num_cell(out, both && m.has_euclidean, m.euclidean);
-        num_cell(out, both && m.has_errors, m.max_abs);
-        num_cell(out, both && m.has_errors, m.max_rel);
-        num_cell(out, both && m.has_ratios, m.one_thousandth);
-        num_cell(out, both && m.has_ratios, m.five_thousandths);
-        break;
-      }
-      case CompareMode::kStatistics: {
-        const StatDiff* d[] = {&r.stats.max, &r.stats.min, &r.stats.mean, &r.stats.norm};
-        for (const StatDiff* x : d) num_cell(out, both && x->has_diff, x->diff);
-        for (const StatDiff* x : d)
-          cell(out, both && x->has_rel ? num(x->rel_percent) + "%" : "N/A", false);
-        break;
-      }
-      case CompareMode::kMd5:
-        cell(out, side(ht, t.md5));
-        cell(out, side(hg, g.md5));
-        break;
-    }
-    if (p.mode != CompareMode::kMd5) {
-      for (const StatValue* s : {&t.max, &t.min, &t.mean, &t.norm})
-        cell(out, ht ? stat_cell(*s) : "N/A", false);
-      for (const StatValue* s : {&g.max, &g.min, &g.mean, &g.norm})
-        cell(out, hg ? stat_cell(*s) : "N/A", false);
-    }
-    cell(out, both && t.requires_grad == g.requires_grad ? "True" : "False");
-    cell(out, row_status_name(r.status));
-    cell(out, match_kind_name(r.pair.how));
-    cell(out, r.reason);
-    cell(out, r.message);
-    if (with_stack) {
-      std::string frames;
-      const std::vector<uint32_t>* f =
-          ht && p.target.stack ? p.target.stack->frames_of(t.name.substr(0, t.suffix_at)) : nullptr;
-      if (f) {
-        for (uint32_t id : *f) frames += std::string(p.target.stack->strings.get(id)) + "\n";
-      }
-      if (!frames.empty()) frames.pop_back();
-      cell(out, frames.empty() ? "N/A" : frames);
-    }
-    if (p.mode == CompareMode::kTensor) {
-      cell(out, "[" + side(ht, t.data_name) + ", " + side(hg, g.data_name) + "]");
-    }
+    compare_table_row(p, r, with_stack, cells);
+    for (const TableCell& c : cells) csv_cell(out, c.text);
     out += '\n';
   }
   return out;
@@ -301,6 +365,38 @@ std::string render_summary_json(const CompareReport& rep) {
       write_evidence(w, p, p.rows[f.row_index]);
       w.end_object();
     }
+    w.end_object();
+  }
+  w.end_array();
+  w.key("origins");
+  w.begin_array();
+  for (const CrossRankOrigin& o : rep.origins) {
+    w.begin_object();
+    w.key("step");
+    w.int_value(o.step);
+    const PairResult* origin = o.pair >= 0 ? &rep.pairs[static_cast<size_t>(o.pair)] : nullptr;
+    w.key("rank");
+    if (origin && origin->target_where.rank >= 0)
+      w.int_value(origin->target_where.rank);
+    else
+      w.null_value();
+    w.key("entry");
+    if (origin)
+      w.string_value(origin->first_divergence->entry);
+    else
+      w.null_value();
+    w.key("reason");
+    if (origin)
+      w.string_value(o.collective_itself ? "collective_diverges"
+                                         : origin->first_divergence->reason);
+    else
+      w.null_value();
+    w.key("collectives_before");
+    w.int_value(static_cast<int64_t>(o.collectives_before));
+    w.key("received_by");
+    w.begin_array();
+    for (int64_t i : o.received) w.int_value(rep.pairs[static_cast<size_t>(i)].target_where.rank);
+    w.end_array();
     w.end_object();
   }
   w.end_array();

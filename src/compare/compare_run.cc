@@ -1,5 +1,9 @@
 // Orchestration of a compare: rank pairing, mode detection, per-row verdicts, first divergence.
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
+#include <thread>
 
 #include <cmath>
 
@@ -285,7 +289,57 @@ void compare_pair(PairResult& p) {
   find_first_divergence(p);
 }
 
-CompareReport compare_dumps(const std::string& target, const std::string& golden) {
+void find_cross_rank_origins(CompareReport& report) {
+  std::map<int64_t, std::vector<size_t>> by_step;
+  for (size_t i = 0; i < report.pairs.size(); ++i)
+    if (report.pairs[i].first_divergence) by_step[report.pairs[i].target_where.step].push_back(i);
+  for (const auto& [step, idx] : by_step) {
+    CrossRankOrigin o;
+    o.step = step;
+    for (size_t i : idx) {
+      const PairResult& p = report.pairs[i];
+      const std::string& entry = p.first_divergence->entry;
+      if (entry.rfind("Distributed.", 0) == 0) {
+        o.received.push_back(static_cast<int64_t>(i));
+        continue;
+      }
+      size_t collectives = 0;
+      for (size_t e = 0; e < p.target.dump.entries.size(); ++e) {
+        std::string_view name = p.target.dump.entry_name(e);
+        if (name == entry) break;
+        if (name.rfind("Distributed.", 0) == 0) ++collectives;
+      }
+      const bool better =
+          o.pair < 0 || collectives < o.collectives_before ||
+          (collectives == o.collectives_before &&
+           p.target_where.rank < report.pairs[static_cast<size_t>(o.pair)].target_where.rank);
+      if (better) {
+        o.pair = static_cast<int64_t>(i);
+        o.collectives_before = collectives;
+      }
+    }
+    if (o.pair < 0) {
+      // Diverged in a collective on every rank while its inputs agreed: the communication op.
+      for (int64_t i : o.received) {
+        const PairResult& p = report.pairs[static_cast<size_t>(i)];
+        if (o.pair < 0 ||
+            p.target_where.rank < report.pairs[static_cast<size_t>(o.pair)].target_where.rank)
+          o.pair = i;
+      }
+      o.collective_itself = true;
+      const PairResult& p = report.pairs[static_cast<size_t>(o.pair)];
+      for (size_t e = 0; e < p.target.dump.entries.size(); ++e) {
+        std::string_view name = p.target.dump.entry_name(e);
+        if (name == p.first_divergence->entry) break;
+        if (name.rfind("Distributed.", 0) == 0) ++o.collectives_before;
+      }
+    }
+    report.origins.push_back(std::move(o));
+  }
+}
+
+CompareReport compare_dumps(const std::string& target, const std::string& golden,
+                            unsigned threads) {
   std::vector<RankLocation> t = find_rank_dumps(target), g = find_rank_dumps(golden);
   CompareReport report;
   std::vector<std::pair<RankLocation, RankLocation>> todo;
@@ -307,15 +361,34 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
     }
     for (const auto& [k, l] : golden_by_key) report.problems.push_back("only in golden: " + l.dir);
   }
-  for (auto& [tl, gl] : todo) {
-    PairResult p;
-    p.target_where = tl;
-    p.golden_where = gl;
-    p.target = load_rank_dump(tl);
-    p.golden = load_rank_dump(gl);
-    compare_pair(p);
-    report.pairs.push_back(std::move(p));
-  }
+  // Pairs are independent: each worker loads and compares whole pairs. An exception in a worker
+  // is rethrown here (the first one, in pair order).
+  report.pairs.resize(todo.size());
+  std::vector<std::exception_ptr> errors(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      try {
+        PairResult& p = report.pairs[i];
+        p.target_where = todo[i].first;
+        p.golden_where = todo[i].second;
+        p.target = load_rank_dump(todo[i].first);
+        p.golden = load_rank_dump(todo[i].second);
+        compare_pair(p);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n_workers = std::min<size_t>(threads, todo.size());
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < n_workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& worker : pool) worker.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  find_cross_rank_origins(report);
   return report;
 }
 
