@@ -4,8 +4,10 @@ Regimes (statistics task, torch.set_num_threads(1), OpenBLAS):
   throughput  nn.TransformerEncoderLayer(256, 8, 1024, batch_first) batch 32 seq 128, fwd+bwd+SGD
   per-op      100 x (Linear(16,16) + GELU), batch 4, fwd+bwd+SGD (host overhead per dumped op)
   non-target  the per-op model on steps outside config "step" (capture armed, nothing dumped)
-Each ratio is the median captured step time over the median uncaptured one, measured in one run
-with the two interleaved. Usage: /usr/bin/python3 bench/capture_bench.py [--quick]
+Each ratio is the median over rounds of (median captured step / median uncaptured step) of that
+round: rounds alternate the two, so slow drifts of this VM cancel. A captured step is start(model) + step + stop() + step(): the step's
+files are assembled by the writer thread meanwhile ("writer queue max" shows whether it keeps
+up: it blocks training only at 65,536 queued entries). Usage: /usr/bin/python3 bench/capture_bench.py [--quick]
 """
 import os
 import shutil
@@ -76,40 +78,43 @@ def measure(build, level, steps, target_step=True, rounds=3):
     if not target_step:
         dbg.set_init_step(1)  # every measured step is past the selected one
     entries_before = 0
-    for _ in range(rounds):
-        base += timed(base_step, steps)
+    ratios = []
 
-        def captured():
-            dbg.start(model)
-            step()
-            dbg.stop()
-            dbg.step()
-        cap += timed(captured, steps)
+    def captured():
+        dbg.start(model)
+        step()
+        dbg.stop()
+        dbg.step()
+    for _ in range(rounds):
+        b = timed(base_step, steps)
+        c = timed(captured, steps)
+        base += b
+        cap += c
+        ratios.append(statistics.median(c) / statistics.median(b))
+    dbg.flush()  # the writer assembles steps in the background; count what it wrote
     stats = dbg.stats()
     dbg.close()
     shutil.rmtree(root, ignore_errors=True)
     per_step = (stats["entries"] - entries_before) / (rounds * steps)
-    return statistics.median(base), statistics.median(cap), per_step
+    return (statistics.median(base), statistics.median(cap), statistics.median(ratios), per_step,
+            stats["queue_high_water"])
 
 
-def report(name, level, b, c, entries):
+def report(name, level, b, c, ratio, entries, queue):
     print(f"{name:11s} {level:4s} base {b * 1e3:8.2f} ms  captured {c * 1e3:8.2f} ms  "
-          f"ratio {c / b:5.2f}x  entries/step {entries:7.1f}", flush=True)
+          f"ratio {ratio:5.2f}x  entries/step {entries:7.1f}  writer queue max {queue}", flush=True)
 
 
 def main():
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"{'quick' if QUICK else 'full'} run")
-    n_big = 3 if QUICK else 6
+    n_big = 3 if QUICK else 4
     for level in ("L1", "mix", "L0", "L2"):
-        b, c, e = measure(transformer, level, n_big, rounds=2 if QUICK else 3)
-        report("throughput", level, b, c, e)
+        report("throughput", level, *measure(transformer, level, n_big, rounds=2 if QUICK else 5))
     n_small = 10 if QUICK else 40
     for level in ("L1", "mix", "L2"):
-        b, c, e = measure(per_op, level, n_small)
-        report("per-op", level, b, c, e)
-    b, c, e = measure(per_op, "L1", n_small, target_step=False)
-    report("non-target", "L1", b, c, e)
+        report("per-op", level, *measure(per_op, level, n_small))
+    report("non-target", "L1", *measure(per_op, "L1", n_small, target_step=False))
 
 
 if __name__ == "__main__":

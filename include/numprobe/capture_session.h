@@ -61,9 +61,14 @@ class CaptureSession {
 
   // Begins capturing (files of the current step are reopened and appended to if an earlier
   // start/stop pair of this step wrote them). No-op when this step or rank is not selected.
+  // Throws the writer's error, if it hit one since the last call.
   void start();
-  // Stops capturing and completes the current step's files.
+  // Stops capturing and completes the current step's files (queues the completion without
+  // waiting for it when async_finish is on: then flush() or the destructor waits).
   void stop();
+  // Off by default. On: stop()/advance_step() return at once and the writer assembles the
+  // step's files while training goes on; the journal keeps a crash recoverable meanwhile.
+  void set_async_finish(bool on) { async_finish_ = on; }
   // stop(), then the next step: counters reset. Capture stays started if it was.
   void advance_step();
   // True while started on a selected step and rank: the one check hooks make before any work.
@@ -114,6 +119,7 @@ class CaptureSession {
   uint64_t finished_at_ = 0;     // submitted_ when the last finish job was queued
   bool writer_waiting_ = false;  // the writer sleeps on cv_work_
   bool flush_requested_ = false;
+  bool async_finish_ = false;
   std::string rank_dir_;  // cached while started (submit needs it per entry)
   bool stop_thread_ = false;
   std::string error_;

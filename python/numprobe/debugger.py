@@ -121,6 +121,9 @@ class PrecisionDebugger:
         self._push_mode()
 
     def stop(self):
+        """Stops capturing. The step's files are assembled by the writer thread while training
+        goes on: they are complete after flush(), close() or the end of the process (a crash
+        leaves the journal, which `numprobe recover` and every numprobe reader assemble)."""
         self._pop_mode()
         self._started = False
         self._engine.stop()
@@ -203,6 +206,10 @@ class PrecisionDebugger:
     @property
     def current_step(self):
         return self._engine.current_step()
+
+    def flush(self):
+        """Waits until every captured entry and completed step is on disk."""
+        self._engine.flush()
 
     def stats(self):
         """Counters of what was written: entries, tensor_files, tensor_bytes, queue_high_water."""

@@ -339,6 +339,8 @@ PYBIND11_MODULE(_C, m) {
         auto e = std::make_unique<Engine>();
         e->cap = std::make_unique<TorchCapture>(
             numprobe::capture::parse_capture_config(config_text, source));
+        // Training does not wait for a step's files to be assembled; flush()/close() do.
+        e->cap->session().set_async_finish(true);
         TorchCapture::set_stack_provider(&numprobe::python::current_python_stack);
         return e;
       }))
@@ -351,9 +353,14 @@ PYBIND11_MODULE(_C, m) {
       .def("set_rank", [](Engine& e, int64_t r) { e.cap->set_rank(r); })
       .def("dumping", [](Engine& e) { return e.cap->dumping(); })
       .def(
-          "flush_for_test", [](Engine& e) { e.cap->session().flush(); },
+          "flush",
+          [](Engine& e) {
+            e.cap->session().flush();
+            if (auto err = e.cap->session().writer_error(); !err.empty())
+              throw numprobe::Error("numprobe capture: " + err);
+          },
           py::call_guard<py::gil_scoped_release>(),
-          "Waits until every queued entry reached the journal (tests of crash safety).")
+          "Waits until everything queued is written (completed steps' files included).")
       .def("current_step", [](Engine& e) { return e.cap->session().step(); })
       .def("rank_dir", [](Engine& e) { return e.cap->session().rank_dir(); })
       .def("level",

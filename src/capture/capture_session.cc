@@ -67,6 +67,7 @@ CaptureSession::CaptureSession(CaptureConfig cfg) : cfg_(std::move(cfg)) {
 
 CaptureSession::~CaptureSession() {
   try {
+    async_finish_ = false;  // the files must be complete when the session is gone
     stop();
   } catch (...) {
     // Destructors must not throw; the journal stays for `numprobe recover`.
@@ -103,6 +104,7 @@ std::string CaptureSession::tensor_dir() {
 }
 
 void CaptureSession::start() {
+  if (std::string err = writer_error(); !err.empty()) throw Error("numprobe capture: " + err);
   started_ = true;
   rank_dir_.clear();
   rank_dir_ = rank_dir();
@@ -191,6 +193,7 @@ void CaptureSession::finish_writer() {
     finished_at_ = ++submitted_;
   }
   cv_work_.notify_one();
+  if (async_finish_) return;
   flush();
   std::string err = writer_error();
   if (!err.empty()) throw Error("numprobe capture: " + err);

@@ -382,7 +382,7 @@ d.start()
 x = torch.ones(4)
 for i in range(300):
     x = torch.nn.functional.relu(x + 1)
-d._engine.flush_for_test()
+d._engine.flush()
 os._exit(3)   # dies mid-step: no stop(), no atexit
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
