@@ -394,3 +394,46 @@ os._exit(3)   # dies mid-step: no stop(), no atexit
     # torch.ones, then 300 x (Tensor.add, Functional.relu): every entry reached the journal.
     assert "Functional.relu.299.forward" in data and "Tensor.add.299.forward" in data
     assert len(data) == 601
+
+
+class _GeluWrongGrad(torch.autograd.Function):
+    """gelu whose backward is 5 % too large: a backward-only fault."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch._C._nn.gelu(x)  # not F.gelu: the test replaces that
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.ops.aten.gelu_backward(g, x) * 1.05
+
+
+def test_compare_names_a_backward_only_fault(tmp_path, cli):
+    import torch.nn.functional as F
+    _, _, good = run(tmp_path / "a", "mix")
+    orig = F.gelu
+    F.gelu = lambda x, approximate="none": _GeluWrongGrad.apply(x)
+    try:
+        _, _, bad = run(tmp_path / "b", "mix",
+                        setup=lambda d: d.register_custom_api(F, "gelu", "Functional"))
+    finally:
+        F.gelu = orig
+    cli("compare", "-t", bad, "-g", good, "-o", tmp_path / "cmp")
+    (pair,) = json.loads((tmp_path / "cmp" / "summary.json").read_text())["pairs"]
+    fd = pair["first_divergence"]
+    # Forward agrees everywhere; the last gelu's backward (the first to run) is the origin.
+    assert fd["entry"] == "Functional.gelu.1.backward", fd
+    assert fd["direction"] == "backward" and fd["reason"] == "outputs_diverge"
+
+
+def test_compare_says_when_inputs_changed_where_nothing_was_captured(tmp_path, cli):
+    # Batches made before capture starts; the target run got another batch.
+    _, _, good = run(tmp_path / "a", "L1", batch=lambda i, b=cm.gpt_batch(seed=0): b)
+    _, _, bad = run(tmp_path / "b", "L1", batch=lambda i, b=cm.gpt_batch(seed=100): b)
+    cli("compare", "-t", bad, "-g", good, "-o", tmp_path / "cmp")
+    (pair,) = json.loads((tmp_path / "cmp" / "summary.json").read_text())["pairs"]
+    fd = pair["first_divergence"]
+    assert fd["reason"] == "inputs_already_differ"
+    assert fd["entry"] == "Functional.embedding.0.forward", fd
