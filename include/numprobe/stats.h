@@ -18,6 +18,8 @@
 
 namespace numprobe {
 
+class WorkerPool;
+
 struct TensorStats {
   uint64_t count = 0;
   double min = 0;
@@ -41,6 +43,9 @@ struct StatsOptions {
   int threads = 0;
   // Inputs with fewer elements than this run single-threaded.
   size_t parallel_threshold = size_t{1} << 22;
+  // Run the chunks on these persistent workers (plus the caller) instead of starting threads;
+  // `threads` is then capped at workers + 1.
+  WorkerPool* pool = nullptr;
 };
 
 // data points at count contiguous elements of dtype (native little-endian, any alignment). Throws

@@ -1,4 +1,5 @@
 #include "numprobe/stats.h"
+#include "numprobe/worker_pool.h"
 
 #include <algorithm>
 #include <array>
@@ -118,8 +119,9 @@ void stats_range(const uint8_t* p, size_t n, DType dtype, StatsAccum* acc) {
 // of threads for a tensor just above it.
 size_t thread_count(const StatsOptions& opt, size_t count) {
   if (count < opt.parallel_threshold || opt.threads == 1 || opt.threads < 0) return 1;
-  const size_t wanted = opt.threads > 0 ? static_cast<size_t>(opt.threads)
-                                        : std::max(1u, std::thread::hardware_concurrency());
+  size_t wanted = opt.threads > 0 ? static_cast<size_t>(opt.threads)
+                                  : std::max(1u, std::thread::hardware_concurrency());
+  if (opt.pool) wanted = std::min(wanted, opt.pool->workers() + 1);
   const size_t min_chunk = std::max(internal::kStatsGranule, opt.parallel_threshold / 4);
   return std::max<size_t>(1, std::min(wanted, count / min_chunk));
 }
@@ -150,6 +152,11 @@ TensorStats compute_stats(const void* data, size_t count, DType dtype, const Sta
     const size_t end = std::min(count, granules * (t + 1) / threads * internal::kStatsGranule);
     stats_range(bytes + begin * elem, end - begin, dtype, &parts[t]);
   };
+  if (opt.pool) {
+    opt.pool->run(threads, chunk_run);
+    for (const StatsAccum& part : parts) total.merge(part);
+    return total.finish();
+  }
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
   for (size_t t = 1; t < threads; ++t) {

@@ -4,9 +4,11 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <thread>
 
 #include "numprobe/hash.h"
 #include "numprobe/stats.h"
+#include "numprobe/worker_pool.h"
 
 namespace numprobe::capture {
 namespace {
@@ -176,9 +178,12 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     at::Tensor c = t.is_contiguous() ? t : t.contiguous();
     StatsOptions opt;
     // Large tensors are split over every core: statistics are memory-bound and a training
-    // process rarely keeps all cores' memory bandwidth busy. Below 1M elements starting threads
-    // costs more than it saves.
+    // process rarely keeps all cores' memory bandwidth busy. The workers persist (a thread start
+    // per tensor cost ~2 % of a transformer step); below 1M elements one thread is faster.
+    static WorkerPool* pool =
+        new WorkerPool(std::max(1u, std::thread::hardware_concurrency()) - 1);  // never freed
     opt.threads = 0;
+    opt.pool = pool;
     opt.parallel_threshold = size_t{1} << 20;
     leaf.stats = compute_stats(c.data_ptr(), static_cast<size_t>(n), dt, opt);
     if (use_cache) cache_put(t, leaf.stats);

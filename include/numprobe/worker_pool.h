@@ -1,0 +1,41 @@
+// A fixed set of worker threads that run the chunks of one job at a time: for hot paths that
+// split memory-bound work (statistics of a large tensor) and cannot afford a thread start per call.
+// Thread-safe: concurrent run() calls are serialised.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace numprobe {
+
+class WorkerPool {
+ public:
+  // workers: threads besides the caller (0: none, run() is then a plain loop).
+  explicit WorkerPool(size_t workers);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  size_t workers() const { return threads_.size(); }
+  // Calls fn(i) for i in [0, n): i = 0 on the calling thread, the rest on workers, and returns
+  // when all are done. fn must not throw.
+  void run(size_t n, const std::function<void(size_t)>& fn);
+
+ private:
+  void loop();
+
+  std::mutex run_mu_;  // one job at a time
+  std::mutex mu_;
+  std::condition_variable cv_work_, cv_done_;
+  const std::function<void(size_t)>* fn_ = nullptr;
+  size_t n_ = 0, next_ = 0, done_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace numprobe
