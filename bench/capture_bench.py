@@ -77,7 +77,6 @@ def measure(build, level, steps, target_step=True, rounds=3):
                                      step=[0] if not target_step else None)
     if not target_step:
         dbg.set_init_step(1)  # every measured step is past the selected one
-    entries_before = 0
     ratios = []
 
     def captured():
@@ -95,7 +94,7 @@ def measure(build, level, steps, target_step=True, rounds=3):
     stats = dbg.stats()
     dbg.close()
     shutil.rmtree(root, ignore_errors=True)
-    per_step = (stats["entries"] - entries_before) / (rounds * steps)
+    per_step = stats["entries"] / (rounds * steps)
     return (statistics.median(base), statistics.median(cap), statistics.median(ratios), per_step,
             stats["queue_high_water"])
 

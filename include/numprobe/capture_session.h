@@ -100,7 +100,7 @@ class CaptureSession {
   struct Job;
   void writer_loop();
   void run_job(Job& job);
-  void open_writer_locked();
+  void open_writer();
   void finish_writer();
   std::string frame_text(const StackFrame& f);
 

@@ -62,25 +62,18 @@ def build_api_table():
         except TypeError:  # unhashable
             pass
 
-    for name in dir(F):
-        if name.startswith("_") or name in _FUNCTIONAL_SKIP:
-            continue
-        obj = getattr(F, name)
-        if _is_api(obj) and not isinstance(obj, type):
-            add(obj, "Functional." + name)
-    for name in dir(torch.Tensor):
-        if name in _TENSOR_SKIP or (name.startswith("_") and not name.startswith("__")):
-            continue
-        try:
-            obj = getattr(torch.Tensor, name)
-        except Exception:
-            continue
-        if _is_api(obj):
-            add(obj, "Tensor." + name)
-    for name in dir(torch):
-        if name.startswith("_") or name in _TORCH_SKIP:
-            continue
-        obj = getattr(torch, name)
-        if _is_api(obj) and not isinstance(obj, type):
-            add(obj, "Torch." + name)
+    # (namespace, prefix, names to skip, whether dunders count: Tensor's operators do)
+    namespaces = ((F, "Functional", _FUNCTIONAL_SKIP, False), (torch.Tensor, "Tensor", _TENSOR_SKIP, True),
+                  (torch, "Torch", _TORCH_SKIP, False))
+    for ns, prefix, skip, dunders in namespaces:
+        for name in dir(ns):
+            private = name.startswith("_") and not (dunders and name.startswith("__"))
+            if private or name in skip:
+                continue
+            try:
+                obj = getattr(ns, name)
+            except Exception:
+                continue
+            if _is_api(obj) and not isinstance(obj, type):
+                add(obj, f"{prefix}.{name}")
     return table

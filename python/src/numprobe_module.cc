@@ -29,6 +29,23 @@ PyObject* call_through(PyObject* func, PyObject* args, PyObject* kwargs) {
   return PyObject_Call(func, args, kwargs);
 }
 
+// Calls fn(key, value) for each str-keyed item of a dict (kwargs, _parameters); other keys are
+// skipped. A null dict has no items.
+template <typename Fn>
+void for_each_str_item(PyObject* kwargs, Fn&& fn) {
+  if (!kwargs) return;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(kwargs, &pos, &k, &v)) {
+    const char* ks = PyUnicode_AsUTF8(k);
+    if (!ks) {
+      PyErr_Clear();
+      continue;
+    }
+    fn(ks, v);
+  }
+}
+
 // Depth of captured API calls running on this thread: an API called inside a captured API is
 // part of it (msprobe dumps only the outermost call).
 thread_local int t_in_api = 0;
@@ -59,23 +76,15 @@ PyObject* record_call(const std::string& api_type, PyObject* func, PyObject* arg
   rec.begin_dict();
   if (cap->wants_inputs()) {
     InternalGuard guard;
+    const std::string stem = cap->stem(fwd, "input");
     rec.key("input_args");
-    add_pyitems(*cap, rec, args, fwd + ".input", false);
+    add_pyitems(*cap, rec, args, stem, false);
     rec.key("input_kwargs");
     rec.begin_dict();
-    if (kwargs) {
-      PyObject *k, *v;
-      Py_ssize_t pos = 0;
-      while (PyDict_Next(kwargs, &pos, &k, &v)) {
-        const char* ks = PyUnicode_AsUTF8(k);
-        if (!ks) {
-          PyErr_Clear();
-          continue;
-        }
-        rec.key(ks);
-        add_pyobject(*cap, rec, v, fwd + ".input." + ks, false, 1);
-      }
-    }
+    for_each_str_item(kwargs, [&](const char* key, PyObject* v) {
+      rec.key(key);
+      add_pyobject(*cap, rec, v, cap->stem(stem, key), false, 1);
+    });
     rec.end();
   }
   PyObject* out;
@@ -87,22 +96,19 @@ PyObject* record_call(const std::string& api_type, PyObject* func, PyObject* arg
   InternalGuard guard;
   if (cap->wants_outputs()) {
     rec.key("output");
+    const std::string stem = cap->stem(fwd, "output");
     if (api_type.rfind("Distributed.", 0) == 0) {
       // Collectives work in place: msprobe's output is the arguments after the call.
       rec.begin_list();
-      Py_ssize_t n_args = PyTuple_GET_SIZE(args);
-      for (Py_ssize_t i = 0; i < n_args; ++i)
-        add_pyobject(*cap, rec, PyTuple_GET_ITEM(args, i), fwd + ".output." + std::to_string(i),
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i)
+        add_pyobject(*cap, rec, PyTuple_GET_ITEM(args, i), cap->stem(stem, static_cast<size_t>(i)),
                      true, 1);
-      if (kwargs) {
-        PyObject *k, *v;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(kwargs, &pos, &k, &v))
-          add_pyobject(*cap, rec, v, fwd + ".output", true, 1);
-      }
+      for_each_str_item(kwargs, [&](const char* key, PyObject* v) {
+        add_pyobject(*cap, rec, v, cap->stem(stem, key), true, 1);
+      });
       rec.end();
     } else {
-      add_pyoutput(*cap, rec, out, fwd + ".output");
+      add_pyoutput(*cap, rec, out, stem);
     }
   }
   rec.end();
@@ -159,7 +165,7 @@ class ModuleRecorder {
         if (cap->wants_inputs()) {
           p.rec.key("input_args");
           py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(args.ptr(), ""));
-          add_pyitems(*cap, p.rec, seq.ptr(), p.fwd + ".input", false);
+          add_pyitems(*cap, p.rec, seq.ptr(), cap->stem(p.fwd, "input"), false);
           p.rec.key("input_kwargs");
           p.rec.begin_dict();
           p.rec.end();
@@ -186,22 +192,19 @@ class ModuleRecorder {
     InternalGuard guard;
     if (cap->wants_outputs()) {
       p.rec.key("output");
-      add_pyoutput(*cap, p.rec, output.ptr(), p.fwd + ".output");
+      add_pyoutput(*cap, p.rec, output.ptr(), cap->stem(p.fwd, "output"));
     }
     py::object params =
         py::reinterpret_steal<py::object>(PyObject_GetAttrString(module.ptr(), "_parameters"));
     if (params && PyDict_Check(params.ptr()) && PyDict_GET_SIZE(params.ptr()) > 0) {
       p.rec.key("parameters");
       p.rec.begin_dict();
-      PyObject *k, *v;
-      Py_ssize_t pos = 0;
-      while (PyDict_Next(params.ptr(), &pos, &k, &v)) {
-        if (v == Py_None) continue;
-        const char* ks = PyUnicode_AsUTF8(k);
-        if (!ks) continue;
-        p.rec.key(ks);
-        add_pyobject(*cap, p.rec, v, p.fwd + ".parameters." + ks, false, 1);
-      }
+      const std::string stem = cap->stem(p.fwd, "parameters");
+      for_each_str_item(params.ptr(), [&](const char* name, PyObject* v) {
+        if (v == Py_None) return;
+        p.rec.key(name);
+        add_pyobject(*cap, p.rec, v, cap->stem(stem, name), false, 1);
+      });
       p.rec.end();
     } else {
       PyErr_Clear();
@@ -223,11 +226,11 @@ class ModuleRecorder {
     rec.begin_dict();
     if (cap->wants_inputs()) {
       rec.key("input");
-      add_pyitems(*cap, rec, grad_output.ptr(), b.name + ".input", false);
+      add_pyitems(*cap, rec, grad_output.ptr(), cap->stem(b.name, "input"), false);
     }
     if (cap->wants_outputs()) {
       rec.key("output");
-      add_pyitems(*cap, rec, grad_input.ptr(), b.name + ".output", true);
+      add_pyitems(*cap, rec, grad_input.ptr(), cap->stem(b.name, "output"), true);
     }
     rec.end();
     auto parent =
@@ -278,7 +281,7 @@ class ParamGradRecorder {
     // Named after the counter at completion; files use a provisional stem.
     rec_.key(pname);
     rec_.begin_list();
-    add_pyobject(*cap, rec_, grad.ptr(), name_ + ".parameters_grad." + pname, false, 1);
+    add_pyobject(*cap, rec_, grad.ptr(), cap->stem(name_ + ".parameters_grad", pname), false, 1);
     rec_.end();
     if (++got_ < expected_) return;
     got_ = 0;

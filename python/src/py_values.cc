@@ -24,11 +24,6 @@ bool is_torch_size(PyObject* obj) {
   return PyTuple_Check(obj) && std::string_view(Py_TYPE(obj)->tp_name) == "torch.Size";
 }
 
-// File names are only built when tensors are saved (task tensor, tensor_list).
-std::string child_stem(const TorchCapture& cap, const std::string& stem, Py_ssize_t i) {
-  return cap.names_tensors() ? stem + "." + std::to_string(i) : std::string();
-}
-
 void add_slice_part(EntryRecord& rec, PyObject* v) {
   if (v == Py_None)
     rec.null();
@@ -110,7 +105,7 @@ void add_pyitems(TorchCapture& cap, EntryRecord& rec, PyObject* seq, const std::
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject** items = PySequence_Fast_ITEMS(seq);
   for (Py_ssize_t i = 0; i < n; ++i)
-    add_pyobject(cap, rec, items[i], child_stem(cap, stem, i), is_output, 1);
+    add_pyobject(cap, rec, items[i], cap.stem(stem, static_cast<size_t>(i)), is_output, 1);
   rec.end();
 }
 
@@ -159,7 +154,8 @@ void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std:
     Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
     PyObject** items = PySequence_Fast_ITEMS(obj);
     for (Py_ssize_t i = 0; i < n; ++i)
-      add_pyobject(cap, rec, items[i], child_stem(cap, stem, i), is_output, depth + 1);
+      add_pyobject(cap, rec, items[i], cap.stem(stem, static_cast<size_t>(i)), is_output,
+                   depth + 1);
     rec.end();
   } else if (PyDict_Check(obj)) {
     rec.begin_dict();
@@ -172,8 +168,7 @@ void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std:
         continue;
       }
       rec.key(ks);
-      add_pyobject(cap, rec, v, cap.names_tensors() ? stem + "." + ks : std::string(), is_output,
-                   depth + 1);
+      add_pyobject(cap, rec, v, cap.stem(stem, ks), is_output, depth + 1);
     }
     rec.end();
   } else if (PySlice_Check(obj)) {
@@ -204,7 +199,7 @@ void add_pyoutput(TorchCapture& cap, EntryRecord& rec, PyObject* out, const std:
     return;
   }
   rec.begin_list();
-  add_pyobject(cap, rec, out, child_stem(cap, stem, 0), true, 1);
+  add_pyobject(cap, rec, out, cap.stem(stem, size_t{0}), true, 1);
   rec.end();
 }
 

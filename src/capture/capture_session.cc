@@ -251,7 +251,7 @@ void CaptureSession::writer_loop() {
 
 // Opens the writer for `dir`. A step captured in several start/stop rounds appends: the files an
 // earlier round completed are read back and replayed into the new journal first.
-void CaptureSession::open_writer_locked() {
+void CaptureSession::open_writer() {
   DumpHeader h;
   h.task = std::string(task_name(cfg_.task));
   h.level = std::string(level_name(cfg_.level));
@@ -312,7 +312,7 @@ void CaptureSession::run_job(Job& job) {
     if (writer_) writer_->finish();
     writer_.reset();
     writer_dir_ = job.dir;
-    open_writer_locked();
+    open_writer();
   }
   if (job.kind == Job::kConstruct) {
     writer_->add_construct(

@@ -289,6 +289,21 @@ void compare_pair(PairResult& p) {
   find_first_divergence(p);
 }
 
+namespace {
+
+// Collectives (Distributed.* entries) the target ran before its first divergence.
+size_t collectives_before(const PairResult& p) {
+  size_t n = 0;
+  for (size_t e = 0; e < p.target.dump.entries.size(); ++e) {
+    std::string_view name = p.target.dump.entry_name(e);
+    if (name == p.first_divergence->entry) break;
+    if (name.rfind("Distributed.", 0) == 0) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
 void find_cross_rank_origins(CompareReport& report) {
   std::map<int64_t, std::vector<size_t>> by_step;
   for (size_t i = 0; i < report.pairs.size(); ++i)
@@ -303,12 +318,7 @@ void find_cross_rank_origins(CompareReport& report) {
         o.received.push_back(static_cast<int64_t>(i));
         continue;
       }
-      size_t collectives = 0;
-      for (size_t e = 0; e < p.target.dump.entries.size(); ++e) {
-        std::string_view name = p.target.dump.entry_name(e);
-        if (name == entry) break;
-        if (name.rfind("Distributed.", 0) == 0) ++collectives;
-      }
+      const size_t collectives = collectives_before(p);
       const bool better =
           o.pair < 0 || collectives < o.collectives_before ||
           (collectives == o.collectives_before &&
@@ -327,12 +337,7 @@ void find_cross_rank_origins(CompareReport& report) {
           o.pair = i;
       }
       o.collective_itself = true;
-      const PairResult& p = report.pairs[static_cast<size_t>(o.pair)];
-      for (size_t e = 0; e < p.target.dump.entries.size(); ++e) {
-        std::string_view name = p.target.dump.entry_name(e);
-        if (name == p.first_divergence->entry) break;
-        if (name.rfind("Distributed.", 0) == 0) ++o.collectives_before;
-      }
+      o.collectives_before = collectives_before(report.pairs[static_cast<size_t>(o.pair)]);
     }
     report.origins.push_back(std::move(o));
   }

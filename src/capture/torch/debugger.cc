@@ -85,8 +85,9 @@ Scope::~Scope() {
   rec.begin_dict();
   rec.key("input_args");
   rec.begin_list();
+  const std::string in = cap->stem(name_, "input"), out = cap->stem(name_, "output");
   for (size_t i = 0; i < inputs_.size(); ++i)
-    cap->add_tensor(rec, inputs_[i], name_ + ".input." + std::to_string(i), false);
+    cap->add_tensor(rec, inputs_[i], cap->stem(in, i), false);
   rec.end();
   rec.key("input_kwargs");
   rec.begin_dict();
@@ -94,7 +95,7 @@ Scope::~Scope() {
   rec.key("output");
   rec.begin_list();
   for (size_t i = 0; i < outputs_.size(); ++i)
-    cap->add_tensor(rec, outputs_[i], name_ + ".output." + std::to_string(i), true);
+    cap->add_tensor(rec, outputs_[i], cap->stem(out, i), true);
   rec.end();
   rec.end();
   auto parent = stack.empty() ? std::nullopt : std::optional<std::string>(stack.back());

@@ -61,15 +61,17 @@ class BackwardEntryHook : public torch::autograd::FunctionPostHook {
     if (cap->wants_inputs()) {
       rec.key("input");
       rec.begin_list();
+      const std::string stem = cap->stem(name_, "input");
       for (size_t i = 0; i < grad_outputs.size(); ++i)
-        cap->add_tensor(rec, grad_outputs[i], name_ + ".input." + std::to_string(i), false);
+        cap->add_tensor(rec, grad_outputs[i], cap->stem(stem, i), false);
       rec.end();
     }
     if (cap->wants_outputs()) {
       rec.key("output");
       rec.begin_list();
+      const std::string stem = cap->stem(name_, "output");
       for (size_t i = 0; i < grad_inputs.size(); ++i)
-        cap->add_tensor(rec, grad_inputs[i], name_ + ".output." + std::to_string(i), true);
+        cap->add_tensor(rec, grad_inputs[i], cap->stem(stem, i), true);
       rec.end();
     }
     rec.end();
@@ -153,8 +155,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     ctx->rec.key("input_args");
     ctx->rec.begin_list();
     auto inputs = fn.inputs();
+    const std::string stem = cap->stem(ctx->rec.name, "input");
     for (size_t i = 0; i < inputs.size(); ++i)
-      cap->add_ivalue(ctx->rec, inputs[i], ctx->rec.name + ".input." + std::to_string(i), false);
+      cap->add_ivalue(ctx->rec, inputs[i], cap->stem(stem, i), false);
     ctx->rec.end();
     ctx->rec.key("input_kwargs");
     ctx->rec.begin_dict();
@@ -177,8 +180,9 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext* base) {
   if (cap->wants_outputs()) {
     ctx->rec.key("output");
     ctx->rec.begin_list();
+    const std::string stem = cap->stem(ctx->rec.name, "output");
     for (size_t i = 0; i < outputs.size(); ++i)
-      cap->add_ivalue(ctx->rec, outputs[i], ctx->rec.name + ".output." + std::to_string(i), true);
+      cap->add_ivalue(ctx->rec, outputs[i], cap->stem(stem, i), true);
     ctx->rec.end();
   }
   ctx->rec.end();
@@ -215,7 +219,6 @@ TorchCapture::~TorchCapture() {
 }
 
 void TorchCapture::start(bool observe_aten) {
-  observe_aten_ = observe_aten;
   session_.start();
   const Level lv = config().level;
   const bool aten = lv == Level::kL2 || (observe_aten && lv != Level::kL0);
@@ -280,11 +283,8 @@ void TorchCapture::add_tensor(EntryRecord& rec, const at::Tensor& t, const std::
     req.data = LeafData::kNone;
   else if (cfg.summary_mode == SummaryMode::kMd5 && cfg.task == Task::kStatistics)
     req.data = LeafData::kMd5;
-  bool save = cfg.task == Task::kTensor;
-  if (!save && cfg.task == Task::kStatistics) {
-    for (const auto& item : cfg.tensor_list)
-      if (rec.name.find(item) != std::string::npos) save = true;
-  }
+  const bool save = cfg.task == Task::kTensor ||
+                    (cfg.task == Task::kStatistics && filter_.tensor_list_matches(rec.name));
   if (save) req.save_as = file_stem + ".npy";
   TensorLeaf& leaf = rec.tensor();
   fill_tensor_leaf(t, req, leaf);
@@ -340,7 +340,7 @@ void TorchCapture::add_ivalue(EntryRecord& rec, const c10::IValue& v, const std:
     }
     rec.begin_list();
     for (size_t i = 0; i < items.size(); ++i)
-      add_ivalue(rec, items[i], file_stem + "." + std::to_string(i), is_output);
+      add_ivalue(rec, items[i], stem(file_stem, i), is_output);
     rec.end();
   } else if (v.isDevice()) {
     rec.typed("torch.device");
@@ -348,6 +348,18 @@ void TorchCapture::add_ivalue(EntryRecord& rec, const c10::IValue& v, const std:
   } else {
     rec.null();
   }
+}
+
+std::string TorchCapture::stem(const std::string& base, std::string_view part) const {
+  if (!names_tensors()) return std::string();
+  std::string s = base;
+  s += '.';
+  s += part;
+  return s;
+}
+
+std::string TorchCapture::stem(const std::string& base, size_t index) const {
+  return names_tensors() ? base + "." + std::to_string(index) : std::string();
 }
 
 std::vector<std::string>& TorchCapture::module_stack() {

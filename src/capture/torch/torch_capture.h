@@ -55,6 +55,10 @@ class TorchCapture {
   bool names_tensors() const {
     return config().task == Task::kTensor || !config().tensor_list.empty();
   }
+  // The file stem "<base>.<part>" of a tensor that may be saved; "" (no string built on the hot
+  // path) when no tensor can be.
+  std::string stem(const std::string& base, std::string_view part) const;
+  std::string stem(const std::string& base, size_t index) const;
   bool wants_inputs() const { return config().data_mode.input; }
   bool wants_outputs() const { return config().data_mode.output; }
 
@@ -90,7 +94,6 @@ class TorchCapture {
   EntryFilter filter_;
   uint64_t observer_handle_ = 0;
   bool observer_on_ = false;
-  bool observe_aten_ = false;
   int64_t overflow_left_;
   static std::atomic<TorchCapture*> active_;
   static StackProvider stack_provider_;
