@@ -77,6 +77,7 @@ bench: build
 	build/bin/bench_json
 	build/bin/bench_compare
 	$(PY) bench/capture_bench.py
+	PYTHONPATH=python $(PY) bench/acc_check_bench.py
 
 install: build
 	cmake --install build

@@ -55,3 +55,12 @@ target_link_libraries(numprobe_python PRIVATE numprobe_capture_torch ${TORCH_PYT
 target_compile_definitions(numprobe_python PRIVATE TORCH_EXTENSION_NAME=_C TORCH_API_INCLUDE_EXTENSION_H
   PYBIND11_COMPILER_TYPE="_gcc" PYBIND11_STDLIB="_libstdcpp" PYBIND11_BUILD_ABI="_cxxabi1017")
 target_compile_options(numprobe_python PRIVATE ${NUMPROBE_WARNINGS})
+
+# acc-check replay: aten ops through the dispatcher, device vs reference comparison. Linked into
+# the Python module, where the L1 replay runs.
+file(GLOB NUMPROBE_REPLAY_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/replay/torch/*.cc)
+add_library(numprobe_replay_torch STATIC ${NUMPROBE_REPLAY_TORCH_SOURCES})
+target_include_directories(numprobe_replay_torch PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(numprobe_replay_torch PUBLIC numprobe_acccheck numprobe_torch_deps)
+target_compile_options(numprobe_replay_torch PRIVATE ${NUMPROBE_WARNINGS})
+target_link_libraries(numprobe_python PRIVATE numprobe_replay_torch)

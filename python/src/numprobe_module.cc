@@ -9,6 +9,7 @@
 
 #include "capture/torch/torch_capture.h"
 #include "numprobe/error.h"
+#include "acc_check_bindings.h"
 #include "py_values.h"
 
 namespace py = pybind11;
@@ -329,6 +330,7 @@ struct Engine {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "numprobe capture engine (C++)";
   py::register_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
+  numprobe::python::register_acc_check(m);
 
   m.def(
       "check_config",

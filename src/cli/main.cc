@@ -32,10 +32,15 @@ void add_flag(CLI::App& app, const numprobe::cli::Flag& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && numprobe::cli::is_python_front(argv[1]))
+    return numprobe::cli::run_python_front(argc, argv);
   CLI::App app{
       "numprobe: find the first op where two training runs diverge.\n"
       "Reads and writes msprobe dumps (dump.json / stack.json / construct.json)."};
   app.require_subcommand(1);
+  app.footer(
+      "Also: acc-check / multi-acc-check (msprobe's flags: -api_info dump.json -o out ...), "
+      "replaying a dump's APIs against a float64 CPU reference; see docs/acc_check.md.");
   app.set_version_flag("--version", "numprobe 0.1.0");
 
   std::vector<std::unique_ptr<numprobe::cli::Subcommand>> commands;

@@ -33,4 +33,9 @@ std::unique_ptr<Subcommand> make_recover_command();
 std::unique_ptr<Subcommand> make_rewrite_command();
 std::unique_ptr<Subcommand> make_compare_command();
 
+// acc-check and multi-acc-check run in Python (python_front.cc): true for their names.
+bool is_python_front(const char* sub);
+// Replaces the process with `python -m numprobe.acc_check <argv[1:]>`; returns only on failure.
+int run_python_front(int argc, char** argv);
+
 }  // namespace numprobe::cli

@@ -3,6 +3,7 @@
 
 #include "format/py_json_writer.h"
 #include "numprobe/compare.h"
+#include "numprobe/csv.h"
 
 namespace numprobe {
 namespace {
@@ -39,45 +40,12 @@ std::string rg_cell(int8_t rg) {
   return rg < 0 ? "N/A" : (rg ? "True" : "False");
 }
 
-// Text a spreadsheet would run as a formula: =, +, -, @, %, tab, CR, or their full-width forms
-// (U+FF1D, U+FF0B, U+FF0D, U+FF20, U+FF05).
 bool starts_like_formula(std::string_view v) {
-  if (v.empty()) return false;
-  switch (v[0]) {
-    case '=':
-    case '+':
-    case '-':
-    case '@':
-    case '%':
-    case '\t':
-    case '\r':
-      return true;
-    default:
-      break;
-  }
-  if (v.size() >= 3 && v[0] == '\xef' && (v[1] == '\xbc')) {
-    const unsigned char c = static_cast<unsigned char>(v[2]);
-    return c == 0x9d || c == 0x8b || c == 0x8d || c == 0xa0 || c == 0x85;
-  }
-  return false;
+  return csv_starts_like_formula(v);
 }
 
-// Appends one CSV cell with RFC 4180 quoting. The text is final (formula guard already applied).
 void csv_cell(std::string& out, std::string_view v) {
-  if (!out.empty() && out.back() != '\n') out += ',';
-  if (v.find_first_of(",\"\n\r") == std::string_view::npos) {
-    out.append(v.data(), v.size());
-    return;
-  }
-  out += '"';
-  size_t from = 0;
-  for (size_t q = v.find('"'); q != std::string_view::npos; q = v.find('"', q + 1)) {
-    out.append(v.data() + from, q + 1 - from);
-    out += '"';
-    from = q + 1;
-  }
-  out.append(v.data() + from, v.size() - from);
-  out += '"';
+  csv_append_cell(out, v);
 }
 
 // Fills the cells of one table row in order, reusing the strings' storage between rows.

@@ -1,0 +1,195 @@
+"""numprobe acc-check / multi-acc-check (msprobe's acc_check / multi_acc_check flags accepted).
+
+    python -m numprobe.acc_check acc-check -api_info dump.json -o out
+    python -m numprobe.acc_check multi-acc-check -api_info dump.json -o out -n 2
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+from numprobe import _C
+from .plan import build_plan
+from .runner import Options, run_case, save_error_data, skipped
+from .repro import write_repro
+
+
+def _parser(prog):
+    p = argparse.ArgumentParser(prog=prog, description="Replay every API of a dump against a "
+                                "float64 CPU reference and judge each with msprobe's standards.")
+    p.add_argument("-api_info", "--api_info_file", dest="api_info", required=True,
+                   help="dump.json (statistics: random inputs from the recorded stats; tensor: the "
+                        "recorded inputs) or msprobe's forward.json")
+    p.add_argument("-o", "--out_path", dest="out", default=".", help="output directory")
+    p.add_argument("-csv_path", "--result_csv_path", dest="csv_path", default="",
+                   help="accuracy_checking_result_*.csv of an interrupted run: continue it")
+    p.add_argument("-save_error_data", dest="save_error_data", action="store_true",
+                   help="save inputs and outputs of failing APIs as .npy")
+    p.add_argument("--filter", nargs="+", default=None, metavar="REGEX",
+                   help="replay only APIs whose name matches one of these regular expressions")
+    p.add_argument("-j", "--threads", dest="threads", type=int, default=1,
+                   help="torch intra-op threads per process (default 1)")
+    p.add_argument("--seed", type=int, default=1234, help="seed of the generated inputs")
+    p.add_argument("--offline", action="store_true",
+                   help="tensor dumps: take the recorded outputs as the device result (no device "
+                        "needed)")
+    p.add_argument("-d", "--device", default=None,
+                   help="device under test (default: cuda when available, else cpu)")
+    p.add_argument("--repro", metavar="API", default=None,
+                   help="write a standalone script replaying one API (e.g. Functional.gelu.0) and "
+                        "exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    if prog.endswith("multi-acc-check"):
+        p.add_argument("-n", "--num_splits", dest="workers", type=int, default=2,
+                       help="worker processes (default 2)")
+    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # i/N, set by multi-acc-check
+    return p
+
+
+def _mindspore(cases):
+    for c in cases:
+        for leaf in (c.forward.get("input_args") or []):
+            if isinstance(leaf, dict) and str(leaf.get("type", "")).startswith("mindspore."):
+                return True
+        if c.api_type in ("Mint", "MintFunctional"):
+            return True
+    return False
+
+
+def _options(a, task):
+    real = task == "tensor"
+    if a.offline and not real:
+        raise SystemExit(f"numprobe acc-check: error: {a.api_info}: --offline needs a tensor dump "
+                         f"(task \"tensor\"), this one is \"{task}\"")
+    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    root = os.path.dirname(os.path.abspath(a.api_info))
+    return Options(seed=a.seed, real_data=real, offline=a.offline, device=device,
+                   extra_dirs=[os.path.join(root, "dump_tensor_data"), root])
+
+
+def _run_cases(cases, files, opts, a, mindspore, progress):
+    counts = {"pass": 0, "warning": 0, "error": 0, "SKIP": 0}
+    error_dir = os.path.join(a.out, "ut_error_data")
+    t0, done = time.time(), 0
+    for case in cases:
+        if files.done(case.name):
+            continue
+        if case.skip_reason:
+            out = skipped(case.skip_reason)
+        else:
+            try:
+                out = run_case(case, opts, mindspore)
+            except Exception as e:  # a bad entry is reported and the run goes on
+                out = skipped(f"{type(e).__name__}: {e}".strip())
+        files.write(case.name, out.forward_status, out.backward_status, out.forward, out.backward,
+                    out.message if out.forward_status == "SKIP" else "")
+        if a.save_error_data and "error" in (out.forward_status, out.backward_status):
+            save_error_data(error_dir, case.name, out.tensors)
+        worst = out.forward_status if out.forward_status == "SKIP" else \
+            _C.acc_worse(out.forward_status, out.backward_status)
+        counts[worst] = counts.get(worst, 0) + 1
+        done += 1
+        if progress and (done % 50 == 0):
+            rate = done / max(time.time() - t0, 1e-9)
+            print(f"  {done}/{len(cases)} APIs, {rate:.0f}/s", file=sys.stderr)
+    return counts, done, time.time() - t0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = argv.pop(0) if argv and argv[0] in ("acc-check", "multi-acc-check") else "acc-check"
+    a = _parser("numprobe " + cmd).parse_args(argv)
+    torch.set_num_threads(max(1, a.threads))
+    try:
+        cases, task = build_plan(a.api_info, a.filter)
+    except ValueError as e:
+        print(f"numprobe {cmd}: error: {e}", file=sys.stderr)
+        return 1
+    opts = _options(a, task)
+    mindspore = _mindspore(cases)
+    os.makedirs(a.out, exist_ok=True)
+
+    if a.repro:
+        case = next((c for c in cases if c.name == a.repro), None)
+        if case is None:
+            print(f"numprobe {cmd}: error: {a.api_info}: no API named {a.repro}", file=sys.stderr)
+            return 1
+        path = write_repro(case, opts, mindspore, a.out)
+        print(f"wrote {path}  (run: python3 {path})")
+        return 0
+
+    try:
+        files = _C.AccResultFiles.resume(a.csv_path, not a.shard) if a.csv_path else \
+            _C.AccResultFiles.create(a.out)
+    except ValueError as e:
+        print(f"numprobe {cmd}: error: {e}", file=sys.stderr)
+        return 1
+
+    if a.shard:  # a worker of multi-acc-check: its share, appended to the parent's files
+        i, n = (int(x) for x in a.shard.split("/"))
+        counts, done, secs = _run_cases(cases[i::n], files, opts, a, mindspore, False)
+        return 0
+
+    if cmd == "multi-acc-check" and a.workers > 1:
+        t0 = time.time()
+        base = [sys.executable, "-m", "numprobe.acc_check", "acc-check"] + \
+            _passthrough(argv) + ["-csv_path", files.result_path]
+        # One BLAS/OpenMP thread per worker unless -j says otherwise: OpenBLAS would otherwise
+        # start a thread per core in every worker and they would fight over the cores.
+        threads = str(max(1, a.threads))
+        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
+                   MKL_NUM_THREADS=threads)
+        procs = [subprocess.Popen(base + ["--shard", f"{i}/{a.workers}"], env=env)
+                 for i in range(1, a.workers)]
+        # This process is worker 0 (one torch start-up fewer), on files it shares with the rest.
+        _run_cases(cases[0::a.workers], _C.AccResultFiles.resume(files.result_path, False), opts,
+                   a, mindspore, False)
+        rcs = [p.wait() for p in procs]
+        secs = time.time() - t0
+        if any(rcs):
+            print(f"numprobe {cmd}: error: a worker failed (exit codes {rcs}); rerun with "
+                  f"-csv_path {files.result_path} to finish", file=sys.stderr)
+            return 1
+        counts = _count(files.result_path)
+        done = sum(counts.values())
+    else:
+        counts, done, secs = _run_cases(cases, files, opts, a, mindspore, not a.quiet)
+
+    print(f"acc-check: {done} APIs in {secs:.2f} s ({done / max(secs, 1e-9):.0f}/s): "
+          f"{counts.get('pass', 0)} pass, {counts.get('warning', 0)} warning, "
+          f"{counts.get('error', 0)} error, {counts.get('SKIP', 0)} SKIP")
+    print(f"  {files.result_path}\n  {files.details_path}")
+    return 0
+
+
+def _passthrough(argv):
+    """The parent's arguments minus the ones the parent handles itself."""
+    out, skip = [], False
+    for i, x in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if x in ("-n", "--num_splits", "-csv_path", "--result_csv_path"):
+            skip = True
+            continue
+        out.append(x)
+    return out
+
+
+def _count(result_csv):
+    import csv
+    counts = {}
+    with open(result_csv, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    for r in rows:
+        fwd, bwd = r[1], r[2]
+        worst = fwd if fwd == "SKIP" else _C.acc_worse(fwd, bwd)
+        counts[worst] = counts.get(worst, 0) + 1
+    return counts
+
+
+if __name__ == "__main__":
+    sys.exit(main())
