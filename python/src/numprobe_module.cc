@@ -7,9 +7,9 @@
 
 #include <unordered_map>
 
+#include "acc_check_bindings.h"
 #include "capture/torch/torch_capture.h"
 #include "numprobe/error.h"
-#include "acc_check_bindings.h"
 #include "py_values.h"
 
 namespace py = pybind11;
