@@ -16,6 +16,8 @@ seeds_for() {
     stack_construct_fuzz) echo "$fx/cross_framework_ms_vs_pt $fx/layer_mapping_min" ;;
     compare_input_fuzz) echo "$fx/configs" ;;
     capture_config_fuzz) echo "$fx/configs" ;;
+    mapping_yaml_fuzz) echo "$fx/configs $fx/cross_framework_ms_vs_pt $fx/layer_mapping_min \
+      $fx/golden_compare_outputs_mstt/xf_ms_vs_pt_layer_mapping" ;;
     acc_results_csv_fuzz) echo "$fx/golden_compare_outputs_mstt/synth_statistics $fx/legacy_compare_results" ;;
     npy_fuzz) echo "$fx/synthetic_edge_cases/tensor/npu/dump_tensor_data $fx/acc_check_input/mindspore" ;;
     *) echo "" ;;

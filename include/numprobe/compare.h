@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "numprobe/compare_mapping.h"
 #include "numprobe/compare_match.h"
 #include "numprobe/compare_rows.h"
 #include "numprobe/compare_stats.h"
@@ -54,6 +55,7 @@ struct PairResult {
   std::vector<RowResult> rows;
   size_t matched = 0, pass = 0, warning = 0, error = 0, unmatched_target = 0, unmatched_golden = 0;
   std::optional<FirstDivergence> first_divergence;
+  GeneratedMappings generated_mappings;  // -lm: what the layer mapping decided (written as yaml)
 };
 
 // Across the ranks of one step: which rank's first divergence is the origin. A rank whose first
@@ -79,18 +81,22 @@ struct CompareReport {
 // Pairs rank dumps by (step, rank id / label), detects the mode, compares. Throws InputError when
 // the two sides' tasks are incompatible (e.g. md5 vs statistics).
 // Pairs run on up to `threads` threads (0: the hardware's; each loads its two dumps).
+// `mappings` (optional): user mappings applied to every pair (compare_mapping.h).
 CompareReport compare_dumps(const std::string& target, const std::string& golden,
-                            unsigned threads = 0);
+                            unsigned threads = 0, const CompareMappings* mappings = nullptr);
 // Fills report.origins from the pairs' first divergences.
 void find_cross_rank_origins(CompareReport& report);
 // One pair, already loaded.
-void compare_pair(PairResult& p);
+void compare_pair(PairResult& p, const CompareMappings* mappings = nullptr);
 
-// msprobe's compare.json: {"npu_path", "bench_path", "stack_path"?, "is_print_compare_log"?}.
+// msprobe's compare.json: {"npu_path", "bench_path", "stack_path"?, "is_print_compare_log"?,
+// "data_mapping"?, "cell_mapping"?, "api_mapping"?, "layer_mapping"?}; a mapping key holds a
+// file path, or true for the flag without a file (false / null: off).
 // Throws InputError naming the file for malformed JSON, wrong types or unknown fields.
 struct CompareInput {
   std::string target, golden;
   bool stack = false;
+  MappingOptions mappings;
 };
 CompareInput parse_compare_input(std::string_view text, const std::string& name);
 

@@ -8,7 +8,8 @@ namespace numprobe {
 
 // Scale-free difference of one matched row pair, from the dumped statistics: the largest of
 // |dMax| and |dMin| over the tensor's magnitude, |dMean| over its RMS, |dNorm| over its norm.
-// 0 when identical; +inf when the kinds, shapes or non-finite values disagree, or scalars differ.
+// 0 when identical or for a non-tensor argument against null (not recorded); +inf when the kinds,
+// shapes or non-finite values disagree, or scalars differ.
 double row_discrepancy(const CompareRow& target, const CompareRow& golden);
 
 // The relative difference that rounding alone can produce for an op computing in `dtype`: the

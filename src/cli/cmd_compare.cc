@@ -7,6 +7,7 @@
 #include "format/file_util.h"
 #include "format/mapped_file.h"
 #include "numprobe/compare.h"
+#include "numprobe/compare_mapping.h"
 #include "numprobe/compare_xlsx.h"
 #include "numprobe/error.h"
 
@@ -41,6 +42,17 @@ class CompareCommand : public Subcommand {
         {"-s,--stack", "add the target's call stack to each row", Flag::kBool, &stack_},
         {"--xlsx", "also write each table as .xlsx, rows highlighted as msprobe does", Flag::kBool,
          &xlsx_},
+        {"-dm,--data-mapping", "-dm: yaml 'target row: golden row' pairs (msprobe data_mapping)",
+         Flag::kString, &mapping_.data_mapping},
+        {"-cm,--cell-mapping",
+         "-cm: compare Cell.* as Module.*; optional yaml 'cell_path.Class: module_path.Class'",
+         Flag::kOptionalString, &mapping_.cell_mapping},
+        {"-am,--api-mapping",
+         "-am: built-in MindSpore->PyTorch API names; optional yaml list of argument mappings",
+         Flag::kOptionalString, &mapping_.api_mapping},
+        {"-lm,--layer-mapping",
+         "-lm: pair by layer scope (construct.json/stack.json); optional yaml of scope renames",
+         Flag::kOptionalString, &mapping_.layer_mapping},
     };
   }
 
@@ -50,12 +62,21 @@ class CompareCommand : public Subcommand {
       throw Error("give -t <target> and -g <golden>, or -i compare.json");
     }
     auto t0 = std::chrono::steady_clock::now();
-    CompareReport rep = compare_dumps(target_, golden_);
+    const CompareMappings mappings = load_compare_mappings(mapping_);
+    CompareReport rep = compare_dumps(target_, golden_, 0, mappings.any() ? &mappings : nullptr);
     fs::create_directories(out_);
     for (const PairResult& p : rep.pairs) {
       std::string path = out_ + "/compare_result_" + label(p.target_where);
       format::write_file_atomic(path + ".csv", render_compare_csv(p, stack_));
       if (xlsx_) write_compare_xlsx(path + ".xlsx", p, stack_);
+      if (mappings.layer) {
+        // What msprobe writes for -lm, so that its compare can rerun the pairing with -dm.
+        const std::string l = label(p.target_where);
+        format::write_file_atomic(out_ + "/api_mapping_" + l + ".yaml",
+                                  render_mapping_yaml(p.generated_mappings.api));
+        format::write_file_atomic(out_ + "/data_mapping_" + l + ".yaml",
+                                  render_mapping_yaml(p.generated_mappings.data));
+      }
     }
     format::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -88,6 +109,11 @@ class CompareCommand : public Subcommand {
     target_ = in.target;
     golden_ = in.golden;
     stack_ = stack_ || in.stack;
+    // Command-line mapping options win over the file's.
+    if (mapping_.data_mapping.empty()) mapping_.data_mapping = in.mappings.data_mapping;
+    if (!mapping_.cell_mapping) mapping_.cell_mapping = in.mappings.cell_mapping;
+    if (!mapping_.api_mapping) mapping_.api_mapping = in.mappings.api_mapping;
+    if (!mapping_.layer_mapping) mapping_.layer_mapping = in.mappings.layer_mapping;
   }
 
   void report(const CompareReport& rep, double secs) {
@@ -133,6 +159,7 @@ class CompareCommand : public Subcommand {
 
   std::string target_, golden_, input_, out_;
   bool stack_ = false, xlsx_ = false;
+  MappingOptions mapping_;
 };
 
 }  // namespace

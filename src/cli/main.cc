@@ -2,29 +2,72 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "cli/subcommand.h"
 #include "numprobe/error.h"
 
 namespace {
 
+// CLI11 takes single-dash names of one letter only; msprobe spells some flags "-dm". Those names
+// are dropped from the CLI11 spelling and rewritten to the long name before parsing.
+std::map<std::string, std::string> g_aliases;
+// Work that needs the parse results (optional values).
+std::vector<std::function<void()>> g_after_parse;
+
+std::string take_aliases(const std::string& names) {
+  std::vector<std::string> keep, aliases;
+  std::string first_long;
+  size_t start = 0;
+  while (start <= names.size()) {
+    size_t comma = names.find(',', start);
+    std::string n =
+        names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (n.size() > 2 && n[0] == '-' && n[1] != '-') {
+      aliases.push_back(n);
+    } else {
+      if (first_long.empty() && n.rfind("--", 0) == 0) first_long = n;
+      keep.push_back(n);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const auto& a : aliases) g_aliases[a] = first_long;
+  std::string out;
+  for (const auto& k : keep) out += (out.empty() ? "" : ",") + k;
+  return out;
+}
+
 void add_flag(CLI::App& app, const numprobe::cli::Flag& f) {
   using numprobe::cli::Flag;
   CLI::Option* o = nullptr;
+  const std::string names = take_aliases(f.names);
   switch (f.kind) {
     case Flag::kBool:
-      o = app.add_flag(f.names, *static_cast<bool*>(f.target), f.help);
+      o = app.add_flag(names, *static_cast<bool*>(f.target), f.help);
       break;
     case Flag::kString:
-      o = app.add_option(f.names, *static_cast<std::string*>(f.target), f.help);
+      o = app.add_option(names, *static_cast<std::string*>(f.target), f.help);
       break;
     case Flag::kInt:
-      o = app.add_option(f.names, *static_cast<int64_t*>(f.target), f.help);
+      o = app.add_option(names, *static_cast<int64_t*>(f.target), f.help);
       break;
     case Flag::kStrings:
-      o = app.add_option(f.names, *static_cast<std::vector<std::string>*>(f.target), f.help);
+      o = app.add_option(names, *static_cast<std::vector<std::string>*>(f.target), f.help);
       break;
+    case Flag::kOptionalString: {
+      o = app.add_option(names, f.help)->expected(0, 1);
+      auto* target = static_cast<std::optional<std::string>*>(f.target);
+      g_after_parse.push_back([o, target] {
+        if (o->count() == 0) return;
+        const auto& r = o->results();
+        *target = r.empty() ? std::string() : r.front();
+      });
+      break;
+    }
   }
   if (f.required) o->required();
 }
@@ -57,11 +100,20 @@ int main(int argc, char** argv) {
     apps.emplace_back(sub, c.get());
   }
 
+  app.name(std::filesystem::path(argv[0]).filename().string());
+  std::vector<std::string> args;
+  for (int i = argc - 1; i > 0; --i) {  // CLI11 parses a reversed vector
+    std::string a = argv[i];
+    auto it = g_aliases.find(a.substr(0, a.find('=')));
+    if (it != g_aliases.end()) a = it->second + a.substr(it->first.size());
+    args.push_back(a);
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  for (auto& f : g_after_parse) f();
   for (auto& [sub, cmd] : apps) {
     if (!sub->parsed()) continue;
     try {

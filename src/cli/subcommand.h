@@ -9,11 +9,16 @@
 namespace numprobe::cli {
 
 struct Flag {
-  enum Kind { kBool, kString, kInt, kStrings };
-  std::string names;  // CLI11 spelling: "-o,--out" or a positional "paths"
+  // kOptionalString: a value that may be left out ("-cm" or "-cm file.yaml"); the target is set
+  // to "" or the value when the flag is given, and stays nullopt otherwise.
+  enum Kind { kBool, kString, kInt, kStrings, kOptionalString };
+  // CLI11 spelling: "-o,--out" or a positional "paths". Single-dash names of several letters
+  // ("-dm", msprobe's spelling) are accepted as aliases of the flag's first long name.
+  std::string names;
   std::string help;
   Kind kind;
-  void* target;  // bool* / std::string* / int64_t* / std::vector<std::string>*
+  void* target;  // bool* / std::string* / int64_t* / std::vector<std::string>* /
+                 // std::optional<std::string>*
   bool required = false;
 };
 

@@ -1,3 +1,5 @@
+#include <optional>
+
 #include "format/json_cursor.h"
 #include "numprobe/compare.h"
 #include "numprobe/error.h"
@@ -20,9 +22,38 @@ CompareInput parse_compare_input(std::string_view text, const std::string& name)
       if (key == "stack_path") in.stack = !v.empty();
     } else if (key == "is_print_compare_log") {
       c.skip_value();
+    } else if (key == "data_mapping" || key == "cell_mapping" || key == "api_mapping" ||
+               key == "layer_mapping") {
+      // A file path, or true for the option without a file; false / null: off.
+      std::optional<std::string> v;
+      switch (c.peek()) {
+        case format::JsonType::kString:
+          v = std::string(c.read_string());
+          if (v->empty()) c.fail_schema(key + " must not be an empty path");
+          break;
+        case format::JsonType::kBool:
+          if (c.read_bool()) v = std::string();
+          break;
+        case format::JsonType::kNull:
+          c.read_null();
+          break;
+        default:
+          c.fail_schema(key + " must be a file path, true, false or null");
+      }
+      if (key == "data_mapping") {
+        if (v && v->empty()) c.fail_schema("data_mapping needs a file path");
+        in.mappings.data_mapping = v.value_or("");
+      } else if (key == "cell_mapping") {
+        in.mappings.cell_mapping = v;
+      } else if (key == "api_mapping") {
+        in.mappings.api_mapping = v;
+      } else {
+        in.mappings.layer_mapping = v;
+      }
     } else {
       c.fail_schema("unknown field \"" + key +
-                    "\" (expected npu_path, bench_path, stack_path, is_print_compare_log)");
+                    "\" (expected npu_path, bench_path, stack_path, is_print_compare_log, "
+                    "data_mapping, cell_mapping, api_mapping, layer_mapping)");
     }
   }
   c.expect_end();

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "numprobe/compare.h"
+#include "numprobe/compare_mapping.h"
 #include "numprobe/compare_noise.h"
 #include "numprobe/entry_name.h"
 #include "numprobe/error.h"
@@ -154,7 +155,12 @@ void judge(PairResult& p, RowResult& r) {
       judge_tensor_data(p, r, t, g);
       break;
   }
-  if (t.dtype != g.dtype)
+  // Cross-framework dumps spell dtypes differently ("Float32", "torch.float32"): compare the
+  // element types where both are known.
+  const bool same_dtype = t.element_type != DType::kUnknown && g.element_type != DType::kUnknown
+                              ? t.element_type == g.element_type
+                              : t.dtype == g.dtype;
+  if (rp.dtype_checked && !same_dtype)
     set(r, RowStatus::kWarning, "dtype_mismatch", "Dtype of NPU and bench tensor do not match.");
   if (t.requires_grad != g.requires_grad) {
     set(r, RowStatus::kWarning, "requires_grad_mismatch", "Requires_grad inconsistent.");
@@ -254,13 +260,19 @@ const char* row_status_name(RowStatus s) {
   return "?";
 }
 
-void compare_pair(PairResult& p) {
+void compare_pair(PairResult& p, const CompareMappings* mappings) {
   p.mode = detect_mode(p.target.dump, p.golden.dump);
   p.target_rows = flatten_rows(p.target.dump);
   p.golden_rows = flatten_rows(p.golden.dump);
+  MappingPlan plan;
+  if (mappings) {
+    plan = plan_mappings(*mappings, p.target, p.golden, p.target_rows, p.golden_rows,
+                         &p.generated_mappings);
+  }
+  const MappingPlan* pl = plan.empty() ? nullptr : &plan;
   std::vector<RowPair> pairs =
-      pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows),
-                p.target_rows, p.golden_rows);
+      pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl),
+                p.target_rows, p.golden_rows, pl);
   p.rows.clear();
   p.rows.reserve(pairs.size());
   for (const RowPair& rp : pairs) {
@@ -343,8 +355,8 @@ void find_cross_rank_origins(CompareReport& report) {
   }
 }
 
-CompareReport compare_dumps(const std::string& target, const std::string& golden,
-                            unsigned threads) {
+CompareReport compare_dumps(const std::string& target, const std::string& golden, unsigned threads,
+                            const CompareMappings* mappings) {
   std::vector<RankLocation> t = find_rank_dumps(target), g = find_rank_dumps(golden);
   CompareReport report;
   std::vector<std::pair<RankLocation, RankLocation>> todo;
@@ -379,7 +391,7 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
         p.golden_where = todo[i].second;
         p.target = load_rank_dump(todo[i].first);
         p.golden = load_rank_dump(todo[i].second);
-        compare_pair(p);
+        compare_pair(p, mappings);
       } catch (...) {
         errors[i] = std::current_exception();
       }

@@ -22,6 +22,11 @@ bool same(double a, double b) {
 }  // namespace
 
 double row_discrepancy(const CompareRow& t, const CompareRow& g) {
+  // A non-tensor argument against null (an object the dumper could not record): no evidence
+  // either way. Cross-framework pairs meet it often (MindSpore's group name, PyTorch's
+  // ProcessGroup). A tensor against null stays a difference.
+  const bool t_none = t.kind == RowKind::kNone, g_none = g.kind == RowKind::kNone;
+  if (t_none != g_none && (t_none ? g.kind : t.kind) != RowKind::kTensor) return 0;
   if (t.kind != g.kind) return kInf;
   if (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) return t.md5 == g.md5 ? 0 : kInf;
   if (t.kind != RowKind::kTensor) return 0;

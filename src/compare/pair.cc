@@ -38,20 +38,41 @@ const char* match_kind_name(MatchKind k) {
       return "renumbered";
     case MatchKind::kFuzzy:
       return "fuzzy";
+    case MatchKind::kMapped:
+      return "mapped";
     case MatchKind::kUnmatched:
       break;
   }
   return "unmatched";
 }
 
-EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
+namespace {
+
+// Stages 0-2: the plan's pairs, exact names, renumbering. `closed` receives the target entries
+// the plan keeps unmatched.
+EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const MappingPlan* plan,
+                          std::vector<bool>& closed) {
   EntryPairing p;
   p.golden_of.assign(target.entries.size(), -1);
   p.how.assign(target.entries.size(), MatchKind::kUnmatched);
+  closed.assign(target.entries.size(), false);
   std::vector<bool> used(golden.entries.size(), false);
+  const bool planned = plan && plan->entry.size() == target.entries.size();
+  for (size_t i = 0; planned && i < target.entries.size(); ++i) {
+    const int64_t g = plan->entry[i];
+    if (g == MappingPlan::kOpen) continue;
+    if (g >= 0 && static_cast<size_t>(g) < golden.entries.size() && !used[g]) {
+      p.golden_of[i] = g;
+      p.how[i] = MatchKind::kMapped;
+      used[g] = true;
+    } else {
+      closed[i] = true;
+    }
+  }
   std::unordered_map<std::string_view, uint32_t> by_name;
   for (uint32_t i = 0; i < golden.entries.size(); ++i) by_name.emplace(golden.entry_name(i), i);
   for (size_t i = 0; i < target.entries.size(); ++i) {
+    if (closed[i] || p.golden_of[i] >= 0) continue;
     auto it = by_name.find(target.entry_name(i));
     if (it != by_name.end() && !used[it->second]) {
       p.golden_of[i] = it->second;
@@ -60,13 +81,15 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
     }
   }
   // Renumbering: the n-th call of an op pairs with the n-th call of the same op, among entries
-  // exact matching left over.
+  // the earlier stages left over. A renamed entry counts as a call of its golden-side op.
   const bool leftovers = std::count(used.begin(), used.end(), false) > 0 &&
                          std::count(p.how.begin(), p.how.end(), MatchKind::kUnmatched) > 0;
   std::vector<std::string> to, go;
   if (leftovers) {
     to = op_keys(target);
     go = op_keys(golden);
+    for (size_t i = 0; planned && i < to.size(); ++i)
+      if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
   }
   std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
   for (uint32_t i = 0; leftovers && i < golden.entries.size(); ++i) {
@@ -74,7 +97,7 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
   }
   std::unordered_map<std::string, size_t> next;
   for (size_t i = 0; leftovers && i < target.entries.size(); ++i) {
-    if (p.golden_of[i] >= 0) continue;
+    if (p.golden_of[i] >= 0 || closed[i]) continue;
     auto it = golden_calls.find(to[i]);
     if (it == golden_calls.end()) continue;
     size_t& k = next[to[i]];
@@ -89,6 +112,13 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
     if (!used[i]) p.golden_only.push_back(i);
   }
   return p;
+}
+
+}  // namespace
+
+EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden) {
+  std::vector<bool> closed;
+  return pair_by_name(target, golden, nullptr, closed);
 }
 
 namespace {
@@ -187,8 +217,9 @@ std::string_view suffix(const CompareRow& r) {
 
 EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
                           const std::vector<CompareRow>& target_rows,
-                          const std::vector<CompareRow>& golden_rows) {
-  EntryPairing p = pair_entries(target, golden);
+                          const std::vector<CompareRow>& golden_rows, const MappingPlan* plan) {
+  std::vector<bool> closed;
+  EntryPairing p = pair_by_name(target, golden, plan, closed);
   if (p.golden_only.empty()) return p;
   std::vector<bool> used(golden.entries.size(), true);
   for (uint32_t g : p.golden_only) used[g] = false;
@@ -213,7 +244,7 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
   for (size_t i = 0; i < target.entries.size(); ++i) {
     const int64_t g = p.golden_of[i];
     if (g < 0) {
-      ts.push_back(static_cast<uint32_t>(i));
+      if (!closed[i]) ts.push_back(static_cast<uint32_t>(i));
     } else if (g > last_golden) {
       flush(g);
       last_golden = g;
@@ -227,7 +258,7 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
 }
 
 std::vector<RowPair> pair_rows(const EntryPairing& entries, const std::vector<CompareRow>& target,
-                               const std::vector<CompareRow>& golden) {
+                               const std::vector<CompareRow>& golden, const MappingPlan* plan) {
   const size_t n_target = entries.golden_of.size();
   size_t n_golden = 0;
   for (const CompareRow& r : golden) n_golden = std::max<size_t>(n_golden, r.entry + 1);
@@ -238,15 +269,31 @@ std::vector<RowPair> pair_rows(const EntryPairing& entries, const std::vector<Co
   entry_ranges(target, n_target, tb, te);
   entry_ranges(golden, n_golden, gb, ge);
 
+  // Rows the plan pairs claim their golden rows first, wherever those are.
+  std::vector<bool> taken(golden.size(), false);
+  std::vector<int64_t> forced(target.size(), MappingPlan::kOpen);
+  const bool planned = plan && plan->row.size() == target.size();
+  for (size_t t = 0; planned && t < target.size(); ++t) {
+    const int64_t g = plan->row[t];
+    if (g == MappingPlan::kOpen) continue;
+    if (g >= 0 && static_cast<size_t>(g) < golden.size() && !taken[g]) {
+      taken[g] = true;
+      forced[t] = g;
+    } else {
+      forced[t] = -1;
+    }
+  }
+  auto dtype_checked = [&](size_t t) {
+    return !(plan && t < plan->row_dtype_unchecked.size() && plan->row_dtype_unchecked[t]);
+  };
+
   std::vector<RowPair> out;
   out.reserve(target.size() + 16);
-  std::vector<bool> taken;
   std::unordered_map<std::string_view, uint32_t> by_suffix;
   // Every target entry, rows or not, so that golden rows of a paired entry are never lost.
   for (size_t e = 0; e < n_target; ++e) {
     const int64_t g = entries.golden_of[e];
     const uint32_t g0 = g >= 0 ? gb[g] : 0, g1 = g >= 0 ? ge[g] : 0;
-    taken.assign(g1 - g0, false);
     // Few rows: scan; many (a long list output): index by suffix.
     const bool indexed = g1 - g0 > 32;
     if (indexed) {
@@ -256,32 +303,42 @@ std::vector<RowPair> pair_rows(const EntryPairing& entries, const std::vector<Co
     for (uint32_t t = tb[e]; t < te[e]; ++t) {
       RowPair rp;
       rp.target = t;
+      rp.dtype_checked = dtype_checked(t);
+      if (forced[t] != MappingPlan::kOpen) {
+        rp.golden = forced[t];
+        if (rp.golden >= 0) rp.how = MatchKind::kMapped;
+        out.push_back(rp);
+        continue;
+      }
       const std::string_view s = suffix(target[t]);
       if (indexed) {
         auto it = by_suffix.find(s);
-        if (it != by_suffix.end() && !taken[it->second - g0]) {
-          taken[it->second - g0] = true;
-          rp.golden = it->second;
-        }
+        if (it != by_suffix.end() && !taken[it->second]) rp.golden = it->second;
       } else {
         for (uint32_t k = g0; k < g1; ++k) {
-          if (!taken[k - g0] && suffix(golden[k]) == s) {
-            taken[k - g0] = true;
+          if (!taken[k] && suffix(golden[k]) == s) {
             rp.golden = k;
             break;
           }
         }
       }
-      if (rp.golden >= 0) rp.how = entries.how[e];
+      if (rp.golden >= 0) {
+        taken[rp.golden] = true;
+        rp.how = entries.how[e];
+      }
       out.push_back(rp);
     }
     for (uint32_t k = g0; k < g1; ++k) {
-      if (!taken[k - g0]) out.push_back({-1, static_cast<int64_t>(k), MatchKind::kUnmatched});
+      if (!taken[k]) {
+        taken[k] = true;
+        out.push_back({-1, static_cast<int64_t>(k), MatchKind::kUnmatched});
+      }
     }
   }
   for (uint32_t g : entries.golden_only) {
-    for (uint32_t k = gb[g]; k < ge[g]; ++k)
-      out.push_back({-1, static_cast<int64_t>(k), MatchKind::kUnmatched});
+    for (uint32_t k = gb[g]; k < ge[g]; ++k) {
+      if (!taken[k]) out.push_back({-1, static_cast<int64_t>(k), MatchKind::kUnmatched});
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "format/utf8.h"
 #include "numprobe/error.h"
 
 namespace numprobe::format {
@@ -190,24 +191,6 @@ uint32_t JsonCursor::parse_hex4() {
   return v;
 }
 
-void JsonCursor::append_utf8(uint32_t cp) {
-  if (cp < 0x80) {
-    scratch_ += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    scratch_ += static_cast<char>(0xC0 | (cp >> 6));
-    scratch_ += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    scratch_ += static_cast<char>(0xE0 | (cp >> 12));
-    scratch_ += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    scratch_ += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    scratch_ += static_cast<char>(0xF0 | (cp >> 18));
-    scratch_ += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    scratch_ += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    scratch_ += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 std::string_view JsonCursor::parse_string_at() {
   // pos_ is at the opening quote.
   size_t start = ++pos_;
@@ -278,7 +261,7 @@ std::string_view JsonCursor::parse_string_at() {
             pos_ = save;  // lone high surrogate: keep it as is (Python allows this)
           }
         }
-        append_utf8(cp);
+        append_utf8(scratch_, cp);
         break;
       }
       default:

@@ -60,7 +60,6 @@ class JsonCursor {
   void skip_ws();
   void push();
   std::string_view parse_string_at();
-  void append_utf8(uint32_t cp);
   uint32_t parse_hex4();
 
   const char* data_;
