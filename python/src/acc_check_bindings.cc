@@ -90,7 +90,7 @@ void register_acc_check(py::module_& m) {
             py::reinterpret_borrow<py::kwargs>(kwargs), c10::nullopt);
         {
           py::gil_scoped_release no_gil;
-          replay::call_aten(h, stack);
+          h.callBoxed(stack);
         }
         return torch::jit::createPyObjectForStack(std::move(stack));
       },

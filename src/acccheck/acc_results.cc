@@ -6,10 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "format/file_util.h"
+#include "format/mapped_file.h"
 #include "numprobe/acc_check.h"
 #include "numprobe/csv.h"
 #include "numprobe/error.h"
@@ -50,12 +49,9 @@ void append_file(const std::string& path, const std::string& bytes) {
   ::close(fd);
 }
 
-std::string read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  format::MappedFile f(path);
+  return csv_parse(std::string_view(f.data() ? f.data() : "", f.size()), path);
 }
 
 std::vector<std::string> detail_cells(const std::string& subject, const AccColumns& c) {
@@ -166,7 +162,7 @@ AccResultFiles AccResultFiles::resume(const std::string& result_csv, bool drop_u
                                      "{timestamp}.csv file");
   f.details_path_ = dir + std::string(kDetailsPrefix) + base.substr(kResultPrefix.size());
 
-  const auto rows = csv_parse(read_whole(result_csv), result_csv);
+  const auto rows = read_csv(result_csv);
   check_header(rows, acc_result_header(), result_csv);
   for (size_t i = 1; i < rows.size(); ++i)
     if (!rows[i].empty()) f.done_.push_back(rows[i][0]);
@@ -179,7 +175,7 @@ AccResultFiles AccResultFiles::resume(const std::string& result_csv, bool drop_u
   std::string kept;
   append_row(kept, acc_details_header());
   if (format::file_exists(f.details_path_)) {
-    const auto details = csv_parse(read_whole(f.details_path_), f.details_path_);
+    const auto details = read_csv(f.details_path_);
     check_header(details, acc_details_header(), f.details_path_);
     for (size_t i = 1; i < details.size(); ++i)
       if (!details[i].empty() && f.done(api_of_subject(details[i][0])))

@@ -40,14 +40,6 @@ std::string rg_cell(int8_t rg) {
   return rg < 0 ? "N/A" : (rg ? "True" : "False");
 }
 
-bool starts_like_formula(std::string_view v) {
-  return csv_starts_like_formula(v);
-}
-
-void csv_cell(std::string& out, std::string_view v) {
-  csv_append_cell(out, v);
-}
-
 // Fills the cells of one table row in order, reusing the strings' storage between rows.
 class RowCells {
  public:
@@ -59,7 +51,7 @@ class RowCells {
   // A text cell: a leading "'" on text that starts like a formula.
   void text(std::string_view v) {
     TableCell& c = next(false);
-    if (starts_like_formula(v)) {
+    if (csv_starts_like_formula(v)) {
       c.text = "'";
       c.text.append(v.data(), v.size());
     } else {
@@ -68,7 +60,7 @@ class RowCells {
   }
   // The same, taking over v's storage (long texts such as stacks).
   void take(std::string&& v) {
-    if (starts_like_formula(v)) {
+    if (csv_starts_like_formula(v)) {
       text(std::string_view(v));
     } else {
       next(false).text = std::move(v);
@@ -260,11 +252,11 @@ std::string render_compare_csv(const PairResult& p, bool with_stack) {
     for (const std::string& h : compare_table_header(p, with_stack)) header.text(h);
   }
   std::string out;
-  for (const TableCell& c : cells) csv_cell(out, c.text);
+  for (const TableCell& c : cells) csv_append_cell(out, c.text);
   out += '\n';
   for (const RowResult& r : p.rows) {
     compare_table_row(p, r, with_stack, cells);
-    for (const TableCell& c : cells) csv_cell(out, c.text);
+    for (const TableCell& c : cells) csv_append_cell(out, c.text);
     out += '\n';
   }
   return out;

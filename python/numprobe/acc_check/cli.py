@@ -13,7 +13,7 @@ import torch
 
 from numprobe import _C
 from .plan import build_plan
-from .runner import Options, run_case, save_error_data, skipped
+from .runner import Options, run_case, save_error_data, skipped, worst
 from .repro import write_repro
 
 
@@ -88,9 +88,8 @@ def _run_cases(cases, files, opts, a, mindspore, progress):
                     out.message if out.forward_status == "SKIP" else "")
         if a.save_error_data and "error" in (out.forward_status, out.backward_status):
             save_error_data(error_dir, case.name, out.tensors)
-        worst = out.forward_status if out.forward_status == "SKIP" else \
-            _C.acc_worse(out.forward_status, out.backward_status)
-        counts[worst] = counts.get(worst, 0) + 1
+        verdict = worst(out.forward_status, out.backward_status)
+        counts[verdict] = counts.get(verdict, 0) + 1
         done += 1
         if progress and (done % 50 == 0):
             rate = done / max(time.time() - t0, 1e-9)
@@ -117,7 +116,7 @@ def main(argv=None):
         if case is None:
             print(f"numprobe {cmd}: error: {a.api_info}: no API named {a.repro}", file=sys.stderr)
             return 1
-        path = write_repro(case, opts, mindspore, a.out)
+        path = write_repro(case, opts, a.out)
         print(f"wrote {path}  (run: python3 {path})")
         return 0
 
@@ -130,7 +129,7 @@ def main(argv=None):
 
     if a.shard:  # a worker of multi-acc-check: its share, appended to the parent's files
         i, n = (int(x) for x in a.shard.split("/"))
-        counts, done, secs = _run_cases(cases[i::n], files, opts, a, mindspore, False)
+        _run_cases(cases[i::n], files, opts, a, mindspore, False)
         return 0
 
     if cmd == "multi-acc-check" and a.workers > 1:
@@ -145,8 +144,7 @@ def main(argv=None):
         procs = [subprocess.Popen(base + ["--shard", f"{i}/{a.workers}"], env=env)
                  for i in range(1, a.workers)]
         # This process is worker 0 (one torch start-up fewer), on files it shares with the rest.
-        _run_cases(cases[0::a.workers], _C.AccResultFiles.resume(files.result_path, False), opts,
-                   a, mindspore, False)
+        _run_cases(cases[0::a.workers], files, opts, a, mindspore, False)
         rcs = [p.wait() for p in procs]
         secs = time.time() - t0
         if any(rcs):
@@ -185,9 +183,8 @@ def _count(result_csv):
     with open(result_csv, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))[1:]
     for r in rows:
-        fwd, bwd = r[1], r[2]
-        worst = fwd if fwd == "SKIP" else _C.acc_worse(fwd, bwd)
-        counts[worst] = counts.get(worst, 0) + 1
+        verdict = worst(r[1], r[2])
+        counts[verdict] = counts.get(verdict, 0) + 1
     return counts
 
 

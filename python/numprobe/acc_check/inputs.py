@@ -40,7 +40,6 @@ class InputBuilder:
         self.real = real_data
         self.data_dirs = [d for d in data_dirs if d]
         self.gen = torch.Generator().manual_seed((seed * 1000003) ^ zlib.crc32(api_name.encode()))
-        self.requires_grad = []  # tensors created with requires_grad, in argument order
 
     # ---- values -------------------------------------------------------------------------------
     def value(self, leaf, want_grad=False, depth=0):
@@ -87,7 +86,6 @@ class InputBuilder:
             t = self._generate(leaf, dtype, shape)
         if want_grad and leaf.get("requires_grad") and t.is_floating_point():
             t.requires_grad_(True)
-            self.requires_grad.append(t)
         return t
 
     def _load(self, leaf, dtype, shape):

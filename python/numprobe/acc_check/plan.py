@@ -2,7 +2,7 @@
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 # msprobe's and numprobe's API prefixes -> where the callable lives.
@@ -38,7 +38,6 @@ class ApiCase:
     backward: Optional[dict] = None
     skip_reason: Optional[str] = None
     data_dir: Optional[str] = None  # dump_tensor_data of a tensor dump
-    extra: dict = field(default_factory=dict)
 
 
 def _split(api: str):
@@ -62,7 +61,7 @@ def load_api_info(path: str):
             from None
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a JSON object of API entries")
-    data = doc.get("data", doc) if "data" in doc else doc
+    data = doc.get("data", doc)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: \"data\" must be an object of API entries")
     task = doc.get("task")

@@ -46,7 +46,7 @@ for i, (d, b) in enumerate(zip(outs, refs)):
 '''
 
 
-def _call_expression(case, mindspore):
+def _call_expression(case):
     t, op = case.api_type, case.op
     if t == "Aten":
         name, _, overload = op.partition(".")
@@ -58,7 +58,7 @@ def _call_expression(case, mindspore):
     return f"getattr(torch, {op!r})"
 
 
-def write_repro(case, opts, mindspore, out_dir):
+def write_repro(case, opts, out_dir):
     builder = InputBuilder(case.name, opts.seed, opts.real_data or opts.offline,
                            [case.data_dir] + list(opts.extra_dirs))
     args = builder.value(case.forward.get("input_args") or [], False)
@@ -69,5 +69,5 @@ def write_repro(case, opts, mindspore, out_dir):
     script = os.path.join(out_dir, f"repro_{case.name}.py")
     with open(script, "w", encoding="utf-8") as f:
         f.write(_TEMPLATE.format(name=case.name, data=os.path.abspath(data), device=opts.device,
-                                 call=_call_expression(case, mindspore)))
+                                 call=_call_expression(case)))
     return script

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import torch
 
 from numprobe import _C
-from .inputs import InputBuilder, ReplayInputError
+from .inputs import InputBuilder
 
 SKIP, PASS, ERROR = "SKIP", "pass", "error"
 
@@ -138,6 +138,11 @@ def compare_outputs(op, bench, device):
     return overall(cols), cols
 
 
+def worst(forward, backward):
+    """One verdict for an API: SKIP when the forward was skipped, else the worse of the two."""
+    return forward if forward == SKIP else _C.acc_worse(forward, backward)
+
+
 def overall(cols):
     statuses = [c.status for c in cols]
     if not statuses or all(s == SKIP for s in statuses):
@@ -231,4 +236,4 @@ def save_error_data(out_dir, api, tensors):
             np.save(os.path.join(out_dir, f"{api}.{tag}.{i}.npy"), t.numpy())
 
 
-__all__ = ["Options", "Outcome", "run_case", "skipped", "save_error_data", "ReplayInputError"]
+__all__ = ["Options", "Outcome", "run_case", "skipped", "save_error_data", "worst"]

@@ -15,13 +15,6 @@ namespace numprobe::replay {
 // Throws numprobe::Error naming the op when libtorch has no such schema.
 c10::OperatorHandle find_aten_op(const std::string& op, const std::string& overload);
 
-// Calls op on stack (arguments in, results out) with autograd recording as the caller set it.
-void call_aten(const c10::OperatorHandle& op, torch::jit::Stack& stack);
-
-// The dtype the CPU reference computes in: float16/bfloat16 -> float32, float32 -> float64;
-// others unchanged.
-at::ScalarType reference_dtype(at::ScalarType device);
-
 // Compares a device output with the reference output of the same API (any device, any float or
 // integer dtype; complex is reported unusable). op is the bare API name ("gelu", "addmm.default").
 AccColumns compare_tensors(const std::string& op, const at::Tensor& bench,
