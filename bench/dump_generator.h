@@ -5,11 +5,16 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "format/py_json_writer.h"
+#include "numprobe/dtype.h"
 #include "numprobe/dump_writer.h"
+#include "numprobe/error.h"
+#include "numprobe/npy.h"
 
 namespace numprobe::bench {
 
@@ -115,6 +120,67 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
   }
   writer.finish();
   return g;
+}
+
+}  // namespace numprobe::bench
+
+namespace numprobe::bench {
+
+// A tensor-mode dump of `rows` output tensors of `elements` elements each, with .npy data files.
+// `scale` multiplies every value (1 for the golden side, 1 + 1e-4 for a target whose values all
+// differ slightly). Returns the bytes of tensor data written.
+inline size_t generate_tensor_dump(const std::string& rank_dir, size_t rows, size_t elements,
+                                   DType dtype, double scale) {
+  DumpHeader h;
+  h.task = "tensor";
+  h.dump_data_dir = rank_dir + "/dump_tensor_data";
+  std::filesystem::create_directories(*h.dump_data_dir);
+  DumpWriter writer(rank_dir, h);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> f(elements);
+  std::vector<uint16_t> half(elements);
+  size_t bytes = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    for (float& v : f) v = static_cast<float>(normal(rng) * scale);
+    const std::string name = "Functional.op." + std::to_string(r) + ".forward";
+    const std::string file = name + ".output.0.npy";
+    const void* data = f.data();
+    if (dtype == DType::kBF16 || dtype == DType::kF16) {
+      for (size_t i = 0; i < elements; ++i)
+        half[i] = dtype == DType::kBF16 ? float_to_bf16(f[i]) : float_to_half(f[i]);
+      data = half.data();
+    } else if (dtype != DType::kF32) {
+      throw Error("generate_tensor_dump: float32, bfloat16 or float16 only");
+    }
+    write_npy(*h.dump_data_dir + "/" + file, data, dtype, {static_cast<int64_t>(elements)});
+    bytes += elements * dtype_size(dtype);
+    std::string body;
+    format::PyJsonWriter w(body, 1, 2);
+    w.begin_object();
+    w.key("input_args");
+    w.begin_array();
+    w.end_array();
+    w.key("output");
+    w.begin_array();
+    w.begin_object();
+    w.key("type");
+    w.string_value("torch.Tensor");
+    w.key("dtype");
+    w.string_value(std::string(dtype_torch_name(dtype)));
+    w.key("shape");
+    w.begin_array();
+    w.int_value(static_cast<int64_t>(elements));
+    w.end_array();
+    w.key("data_name");
+    w.string_value(file);
+    w.end_object();
+    w.end_array();
+    w.end_object();
+    writer.add_entry(name, body);
+  }
+  writer.finish();
+  return bytes;
 }
 
 }  // namespace numprobe::bench

@@ -26,11 +26,12 @@ const char* compare_mode_name(CompareMode m);
 enum class RowStatus : uint8_t { kPass, kWarning, kError, kUnmatched };
 const char* row_status_name(RowStatus s);
 
+// One compared row. Kept small (a 1M-row compare holds a million): the statistics diffs are
+// computed from the two rows when needed (row_statistics), and reasons are static codes.
 struct RowResult {
   RowPair pair;
   RowStatus status = RowStatus::kUnmatched;
-  std::string reason;  // machine-readable code, "" when pass
-  StatisticsMetrics stats;
+  std::string_view reason;  // machine-readable code (static storage), "" when pass
   TensorMetrics tensor;
   std::string message;  // msprobe-style Err_message
 };
@@ -51,7 +52,7 @@ struct PairResult {
   RankLocation target_where, golden_where;
   CompareMode mode = CompareMode::kStatistics;
   RankDump target, golden;
-  std::vector<CompareRow> target_rows, golden_rows;
+  RowSet target_rows, golden_rows;  // point into target/golden's string pools
   std::vector<RowResult> rows;
   size_t matched = 0, pass = 0, warning = 0, error = 0, unmatched_target = 0, unmatched_golden = 0;
   std::optional<FirstDivergence> first_divergence;
@@ -80,14 +81,16 @@ struct CompareReport {
 
 // Pairs rank dumps by (step, rank id / label), detects the mode, compares. Throws InputError when
 // the two sides' tasks are incompatible (e.g. md5 vs statistics).
-// Pairs run on up to `threads` threads (0: the hardware's; each loads its two dumps).
+// Pairs run on up to `threads` threads (0: the hardware's); threads beyond the number of pairs
+// load the two sides and judge rows within a pair.
 // `mappings` (optional): user mappings applied to every pair (compare_mapping.h).
 CompareReport compare_dumps(const std::string& target, const std::string& golden,
                             unsigned threads = 0, const CompareMappings* mappings = nullptr);
 // Fills report.origins from the pairs' first divergences.
 void find_cross_rank_origins(CompareReport& report);
-// One pair, already loaded.
-void compare_pair(PairResult& p, const CompareMappings* mappings = nullptr);
+// One pair, already loaded; its rows are judged on up to `threads` threads (the result does not
+// depend on the count). Frees the dumps' entry bodies (DumpFile::release_values) once flattened.
+void compare_pair(PairResult& p, const CompareMappings* mappings = nullptr, unsigned threads = 1);
 
 // msprobe's compare.json: {"npu_path", "bench_path", "stack_path"?, "is_print_compare_log"?,
 // "data_mapping"?, "cell_mapping"?, "api_mapping"?, "layer_mapping"?}; a mapping key holds a
@@ -114,8 +117,15 @@ void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
 // The "Requires_grad Consistent" column: both sides present with the same requires_grad.
 bool requires_grad_consistent(const PairResult& p, const RowResult& r);
 
+// msprobe's statistics diffs of a row whose two sides are tensors (default-constructed, no diffs,
+// for every other row).
+StatisticsMetrics row_statistics(const PairResult& p, const RowResult& r);
+
 // Writers. The CSV holds the table above, RFC 4180 quoted.
 std::string render_compare_csv(const PairResult& p, bool with_stack);
+// The same CSV streamed to path (through path.tmp, renamed when complete); throws Error naming
+// the file on I/O errors.
+void write_compare_csv(const std::string& path, const PairResult& p, bool with_stack);
 std::string render_summary_json(const CompareReport& r);
 
 }  // namespace numprobe

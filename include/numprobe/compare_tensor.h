@@ -42,7 +42,13 @@ struct TensorMetrics {
   double five_thousandths = 0;  // fraction with rel err <= 0.005 (+ eps)
 };
 
-// t and g hold count elements each, already decoded to double. zero_dim: the tensors are 0-d.
+// t and g hold t_count / g_count elements of their dtypes (any DType of dtype.h but kUnknown),
+// read in one streaming pass (no full-size copies). golden_dtype sets the epsilon (usually
+// g_dtype; dump.json's dtype when files were narrowed). zero_dim: the tensors are 0-d.
+TensorMetrics tensor_metrics(const void* t, DType t_dtype, size_t t_count, const void* g,
+                             DType g_dtype, size_t g_count, DType golden_dtype,
+                             bool zero_dim = false);
+// The same over elements already decoded to double.
 TensorMetrics tensor_metrics(const double* t, size_t t_count, const double* g, size_t g_count,
                              DType golden_dtype, bool zero_dim = false);
 

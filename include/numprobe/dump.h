@@ -133,6 +133,10 @@ class DumpFile {
 
   // Approximate resident bytes held by the model (written elements, not reserved capacity).
   size_t memory_bytes() const;
+  // Frees the entry bodies (nodes, extra_nodes, tensors, shapes), keeping the header, the entry
+  // list and the strings, so entry_name() still works: what a compare needs once its rows are
+  // flattened. entries[i].node no longer refers to anything afterwards.
+  void release_values();
 
  private:
   std::string_view header_string(std::string_view key) const;

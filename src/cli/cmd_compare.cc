@@ -67,7 +67,7 @@ class CompareCommand : public Subcommand {
     fs::create_directories(out_);
     for (const PairResult& p : rep.pairs) {
       std::string path = out_ + "/compare_result_" + label(p.target_where);
-      format::write_file_atomic(path + ".csv", render_compare_csv(p, stack_));
+      write_compare_csv(path + ".csv", p, stack_);
       if (xlsx_) write_compare_xlsx(path + ".xlsx", p, stack_);
       if (mappings.layer) {
         // What msprobe writes for -lm, so that its compare can rerun the pairing with -dm.

@@ -1,12 +1,12 @@
-// numprobe stats <file.npy>...: the statistics line per file.
+// numprobe stats <file.npy|file.pt>...: the statistics line per file.
 #include <cstdio>
 
 #include "cli/subcommand.h"
 #include "format/py_json_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/hash.h"
-#include "numprobe/npy.h"
 #include "numprobe/stats.h"
+#include "numprobe/tensor_file.h"
 
 namespace numprobe::cli {
 namespace {
@@ -30,11 +30,11 @@ class StatsCommand : public Subcommand {
  public:
   const char* name() const override { return "stats"; }
   const char* summary() const override {
-    return "Print min/max/mean/norm, NaN/Inf/zero counts and CRC-32 of .npy files";
+    return "Print min/max/mean/norm, NaN/Inf/zero counts and CRC-32 of .npy and torch .pt files";
   }
   std::vector<Flag> flags() override {
     return {
-        {"files", ".npy files", Flag::kStrings, &files_, true},
+        {"files", ".npy or .pt (torch.save) files", Flag::kStrings, &files_, true},
         {"--json", "one JSON object per line", Flag::kBool, &json_},
         {"-j,--threads", "threads for large tensors (0 = all cores)", Flag::kInt, &threads_},
     };
@@ -63,17 +63,16 @@ class StatsCommand : public Subcommand {
 
  private:
   void print_one(const std::string& path) {
-    NpyFile f = NpyFile::open(path);
-    const NpyHeader& h = f.header();
+    TensorFile f = TensorFile::open(path);
     StatsOptions opt;
     opt.threads = static_cast<int>(threads_);
-    TensorStats s = compute_stats(f.data(), h.element_count, h.dtype, opt);
-    uint32_t crc = crc32(f.data(), h.data_bytes);
+    TensorStats s = compute_stats(f.data(), f.count(), f.dtype(), opt);
+    uint32_t crc = crc32(f.data(), f.bytes());
     if (json_) {
       std::string out = "{\"file\": ";
       format::append_py_string(out, path);
-      out += ", \"dtype\": \"" + std::string(dtype_name(h.dtype)) + "\"";
-      out += ", \"shape\": " + shape_text(h.shape);
+      out += ", \"dtype\": \"" + std::string(dtype_name(f.dtype())) + "\"";
+      out += ", \"shape\": " + shape_text(f.shape());
       out += ", \"count\": " + std::to_string(s.count);
       out += ", \"min\": " + py(s.min) + ", \"max\": " + py(s.max);
       out += ", \"mean\": " + py(s.mean()) + ", \"norm\": " + py(s.norm());
@@ -83,12 +82,12 @@ class StatsCommand : public Subcommand {
       out += ", \"neg_inf\": " + std::to_string(s.neg_inf_count);
       out += ", \"zeros\": " + std::to_string(s.zero_count);
       out += ", \"crc32\": \"" + crc32_hex(crc) + "\"";
-      out += ", \"xxh3\": \"" + xxh3_hex(f.data(), h.data_bytes) + "\"}";
+      out += ", \"xxh3\": \"" + xxh3_hex(f.data(), f.bytes()) + "\"}";
       printf("%s\n", out.c_str());
       return;
     }
     printf("%-9s %-16s %10llu %24s %24s %24s %24s %5llu %5llu %5llu %8llu %8s  %s\n",
-           std::string(dtype_name(h.dtype)).c_str(), shape_text(h.shape).c_str(),
+           std::string(dtype_name(f.dtype())).c_str(), shape_text(f.shape()).c_str(),
            (unsigned long long)s.count, py(s.min).c_str(), py(s.max).c_str(), py(s.mean()).c_str(),
            py(s.norm()).c_str(), (unsigned long long)s.nan_count,
            (unsigned long long)s.pos_inf_count, (unsigned long long)s.neg_inf_count,

@@ -1,6 +1,7 @@
 // CSV and summary.json writers for compare results.
 #include <cmath>
 
+#include "format/file_util.h"
 #include "format/py_json_writer.h"
 #include "numprobe/compare.h"
 #include "numprobe/csv.h"
@@ -119,7 +120,8 @@ void write_evidence(format::PyJsonWriter& w, const PairResult& p, const RowResul
       const char* names[] = {"max", "min", "mean", "norm"};
       const StatValue* ts[] = {&t.max, &t.min, &t.mean, &t.norm};
       const StatValue* gs[] = {&g.max, &g.min, &g.mean, &g.norm};
-      const StatDiff* ds[] = {&r.stats.max, &r.stats.min, &r.stats.mean, &r.stats.norm};
+      const StatisticsMetrics stats = row_statistics(p, r);
+      const StatDiff* ds[] = {&stats.max, &stats.min, &stats.mean, &stats.norm};
       for (int i = 0; i < 4; ++i) {
         w.key(names[i]);
         w.begin_object();
@@ -177,8 +179,8 @@ void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
   const bool ht = r.pair.target >= 0, hg = r.pair.golden >= 0;
   const CompareRow& t = ht ? p.target_rows[r.pair.target] : kNone;
   const CompareRow& g = hg ? p.golden_rows[r.pair.golden] : kNone;
-  // The returned view lives as long as v: a temporary v lasts the whole out.text(...) statement.
-  auto side = [](bool has, const std::string& v) {
+  // The returned view lives as long as v (row text, or a temporary that lasts the statement).
+  auto side = [](bool has, std::string_view v) {
     return has ? std::string_view(v) : std::string_view("N/A");
   };
   out.text(side(ht, t.name));
@@ -202,7 +204,8 @@ void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
       break;
     }
     case CompareMode::kStatistics: {
-      const StatDiff* d[] = {&r.stats.max, &r.stats.min, &r.stats.mean, &r.stats.norm};
+      const StatisticsMetrics stats = row_statistics(p, r);
+      const StatDiff* d[] = {&stats.max, &stats.min, &stats.mean, &stats.norm};
       for (const StatDiff* x : d) out.number(both && x->has_diff, x->diff);
       for (const StatDiff* x : d)
         out.metric(both && x->has_rel ? num(x->rel_percent) + "%" : "N/A");
@@ -245,21 +248,46 @@ void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
   }
 }
 
-std::string render_compare_csv(const PairResult& p, bool with_stack) {
+namespace {
+
+// The CSV in pieces of about kPiece bytes, each handed to sink: a 1M-row table never exists whole.
+template <typename Sink>
+void emit_compare_csv(const PairResult& p, bool with_stack, Sink&& sink) {
+  constexpr size_t kPiece = size_t{1} << 20;
   std::vector<TableCell> cells;
   {
     RowCells header(cells);
     for (const std::string& h : compare_table_header(p, with_stack)) header.text(h);
   }
   std::string out;
+  out.reserve(kPiece + kPiece / 4);
   for (const TableCell& c : cells) csv_append_cell(out, c.text);
   out += '\n';
   for (const RowResult& r : p.rows) {
     compare_table_row(p, r, with_stack, cells);
     for (const TableCell& c : cells) csv_append_cell(out, c.text);
     out += '\n';
+    if (out.size() >= kPiece) {
+      sink(out);
+      out.clear();
+    }
   }
-  return out;
+  sink(out);
+}
+
+}  // namespace
+
+std::string render_compare_csv(const PairResult& p, bool with_stack) {
+  std::string all;
+  emit_compare_csv(p, with_stack, [&](const std::string& piece) { all += piece; });
+  return all;
+}
+
+void write_compare_csv(const std::string& path, const PairResult& p, bool with_stack) {
+  // Atomic (never a partial file) but not fsynced: a report can be made again.
+  format::AtomicFileWriter w(path, /*durable=*/false);
+  emit_compare_csv(p, with_stack, [&](const std::string& piece) { w.write(piece); });
+  w.commit();
 }
 
 std::string render_summary_json(const CompareReport& rep) {

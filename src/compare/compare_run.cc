@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -12,7 +13,8 @@
 #include "numprobe/compare_noise.h"
 #include "numprobe/entry_name.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
+#include "numprobe/tensor_file.h"
+#include "numprobe/worker_pool.h"
 
 namespace numprobe {
 namespace {
@@ -60,13 +62,9 @@ void set(RowResult& r, RowStatus s, const char* reason, const std::string& messa
   if (!message.empty()) r.message += message + " ";
 }
 
-std::vector<double> load_tensor(const RankLocation& where, const CompareRow& r) {
-  NpyFile f = NpyFile::open(where.dir + "/dump_tensor_data/" + r.data_name);
-  const NpyHeader& h = f.header();
-  const DType dt = resolve_npy_dtype(h, r.element_type);
-  std::vector<double> v(h.element_count);
-  decode_to_double(f.data(), v.size(), dt, v.data());
-  return v;
+TensorFile load_tensor(const RankLocation& where, const CompareRow& r) {
+  return TensorFile::open(where.dir + "/dump_tensor_data/" + std::string(r.data_name),
+                          r.element_type);
 }
 
 void judge_tensor_data(PairResult& p, RowResult& r, const CompareRow& t, const CompareRow& g) {
@@ -74,17 +72,17 @@ void judge_tensor_data(PairResult& p, RowResult& r, const CompareRow& t, const C
     set(r, RowStatus::kWarning, "no_data_file", "NPU or bench has no data file.");
     return;
   }
-  std::vector<double> a, b;
   try {
-    a = load_tensor(p.target_where, t);
-    b = load_tensor(p.golden_where, g);
+    const TensorFile a = load_tensor(p.target_where, t);
+    const TensorFile b = load_tensor(p.golden_where, g);
+    r.tensor = tensor_metrics(a.data(), a.dtype(), a.count(), b.data(), b.dtype(), b.count(),
+                              g.element_type, t.shape.empty());
   } catch (const Error& e) {  // unreadable file, or a dtype neither file nor dump.json names
     set(r, RowStatus::kError, "data_unreadable",
-        std::string(e.what()) + " (" + t.data_name + " / " + g.data_name + ")");
+        std::string(e.what()) + " (" + std::string(t.data_name) + " / " + std::string(g.data_name) +
+            ")");
     return;
   }
-  r.tensor =
-      tensor_metrics(a.data(), a.size(), b.data(), b.size(), g.element_type, t.shape.empty());
   const TensorMetrics& m = r.tensor;
   switch (m.reason) {
     case TensorVerdictReason::kNanInfMismatch:
@@ -135,7 +133,7 @@ void judge(PairResult& p, RowResult& r) {
     return;
   }
   if (t.kind != RowKind::kTensor) return;
-  r.stats = statistics_metrics(t, g);
+  const StatisticsMetrics stats = statistics_metrics(t, g);
   if (t.shape != g.shape) {
     set(r, RowStatus::kError, "shape_mismatch", "Shape of NPU and bench tensor do not match.");
     return;
@@ -145,9 +143,9 @@ void judge(PairResult& p, RowResult& r) {
       if (t.md5 != g.md5) set(r, RowStatus::kError, "md5_different", "CRC-32 differs.");
       break;
     case CompareMode::kStatistics:
-      if (r.stats.reason == "nan_inf_mismatch") {
+      if (stats.reason == "nan_inf_mismatch") {
         set(r, RowStatus::kError, "nan_inf_mismatch", "NaN/Inf statistics differ.");
-      } else if (r.stats.warning) {
+      } else if (stats.warning) {
         set(r, RowStatus::kWarning, "stats_magnitude", "Need double check api accuracy.");
       }
       break;
@@ -165,6 +163,26 @@ void judge(PairResult& p, RowResult& r) {
   if (t.requires_grad != g.requires_grad) {
     set(r, RowStatus::kWarning, "requires_grad_mismatch", "Requires_grad inconsistent.");
   }
+}
+
+// Calls fn(i) for i in [0, n) on up to `threads` threads (the caller's included). The first
+// exception, by index, is rethrown once all calls are done.
+void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
+  if (threads <= 1 || n <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(n);
+  WorkerPool pool(std::min<size_t>(threads, n) - 1);
+  pool.run(n, [&](size_t i) {
+    try {
+      fn(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 bool diverged(const RowResult& r) {
@@ -234,6 +252,14 @@ void find_first_divergence(PairResult& p) {
 
 }  // namespace
 
+StatisticsMetrics row_statistics(const PairResult& p, const RowResult& r) {
+  if (r.pair.target < 0 || r.pair.golden < 0) return {};
+  const CompareRow& t = p.target_rows[static_cast<size_t>(r.pair.target)];
+  const CompareRow& g = p.golden_rows[static_cast<size_t>(r.pair.golden)];
+  if (t.kind != RowKind::kTensor || g.kind != RowKind::kTensor) return {};
+  return statistics_metrics(t, g);
+}
+
 const char* compare_mode_name(CompareMode m) {
   switch (m) {
     case CompareMode::kTensor:
@@ -260,10 +286,16 @@ const char* row_status_name(RowStatus s) {
   return "?";
 }
 
-void compare_pair(PairResult& p, const CompareMappings* mappings) {
+void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threads) {
   p.mode = detect_mode(p.target.dump, p.golden.dump);
+  // Without mappings nothing reads the entry bodies after flattening: each side frees them as soon
+  // as its rows exist. The sides are flattened one after the other so that the two models and
+  // the two row sets never coexist: that bounds a large compare's peak memory.
+  const bool release_early = mappings == nullptr;
   p.target_rows = flatten_rows(p.target.dump);
+  if (release_early) p.target.dump.release_values();
   p.golden_rows = flatten_rows(p.golden.dump);
+  if (release_early) p.golden.dump.release_values();
   MappingPlan plan;
   if (mappings) {
     plan = plan_mappings(*mappings, p.target, p.golden, p.target_rows, p.golden_rows,
@@ -273,13 +305,22 @@ void compare_pair(PairResult& p, const CompareMappings* mappings) {
   std::vector<RowPair> pairs =
       pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl),
                 p.target_rows, p.golden_rows, pl);
+  p.target.dump.release_values();
+  p.golden.dump.release_values();
   p.rows.clear();
-  p.rows.reserve(pairs.size());
-  for (const RowPair& rp : pairs) {
-    RowResult r;
-    r.pair = rp;
-    judge(p, r);
-    if (!r.message.empty()) r.message.pop_back();
+  p.rows.resize(pairs.size());
+  // Rows are judged independently (tensor mode reads two files per row): chunks run in parallel.
+  constexpr size_t kChunk = 4096;
+  parallel_for((pairs.size() + kChunk - 1) / kChunk, threads, [&](size_t c) {
+    for (size_t i = c * kChunk; i < std::min(pairs.size(), (c + 1) * kChunk); ++i) {
+      RowResult& r = p.rows[i];
+      r.pair = pairs[i];
+      judge(p, r);
+      if (!r.message.empty()) r.message.pop_back();
+    }
+  });
+  for (const RowResult& r : p.rows) {
+    const RowPair& rp = r.pair;
     switch (r.status) {
       case RowStatus::kPass:
         ++p.pass;
@@ -296,7 +337,6 @@ void compare_pair(PairResult& p, const CompareMappings* mappings) {
     if (rp.target >= 0 && rp.golden >= 0) ++p.matched;
     if (rp.golden < 0) ++p.unmatched_target;
     if (rp.target < 0) ++p.unmatched_golden;
-    p.rows.push_back(std::move(r));
   }
   find_first_divergence(p);
 }
@@ -383,22 +423,29 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
   report.pairs.resize(todo.size());
   std::vector<std::exception_ptr> errors(todo.size());
   std::atomic<size_t> next{0};
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n_workers = std::min<size_t>(threads, todo.size());
+  // Threads left over when there are fewer pairs than threads work inside each pair.
+  const auto per_pair = static_cast<unsigned>(n_workers == 0 ? 1 : threads / n_workers);
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       try {
         PairResult& p = report.pairs[i];
         p.target_where = todo[i].first;
         p.golden_where = todo[i].second;
-        p.target = load_rank_dump(todo[i].first);
-        p.golden = load_rank_dump(todo[i].second);
-        compare_pair(p, mappings);
+        parallel_for(2, per_pair, [&](size_t side) {
+          if (side == 0) {
+            p.target = load_rank_dump(todo[i].first);
+          } else {
+            p.golden = load_rank_dump(todo[i].second);
+          }
+        });
+        compare_pair(p, mappings, per_pair);
       } catch (...) {
         errors[i] = std::current_exception();
       }
     }
   };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const size_t n_workers = std::min<size_t>(threads, todo.size());
   std::vector<std::thread> pool;
   for (size_t w = 1; w < n_workers; ++w) pool.emplace_back(work);
   work();

@@ -230,8 +230,8 @@ HighlightInput highlight_input(const PairResult& p, const RowResult& r) {
     case CompareMode::kStatistics: {
       // Scalar arguments: the table leaves their diffs N/A; msprobe's table has them (0 for equal
       // values), and its rules judge outputs against them, so they are computed here.
-      const bool scalar = both && t->kind == RowKind::kScalar && !r.stats.max.has_diff;
-      const StatDiff d = scalar ? statistics_metrics(*t, *g).max : r.stats.max;
+      const bool scalar = both && t->kind == RowKind::kScalar;
+      const StatDiff d = scalar ? statistics_metrics(*t, *g).max : row_statistics(p, r).max;
       in.has_max_diff = both && d.has_diff && !std::isnan(d.diff);
       in.max_diff = d.diff;
       in.has_max_rel = both && d.has_rel && !std::isnan(d.rel_percent);

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "format/py_json_writer.h"
 #include "numprobe/compare_rows.h"
@@ -31,7 +33,7 @@ std::string py_str(const DumpFile& d, const Node& n, NodeKind k) {
 
 class Flattener {
  public:
-  Flattener(const DumpFile& d, std::vector<CompareRow>& out) : d_(d), out_(out) {}
+  Flattener(const DumpFile& d, RowSet& out) : d_(d), out_(out) {}
 
   void entry(uint32_t e) {
     const std::string name(d_.entry_name(e));
@@ -92,7 +94,7 @@ class Flattener {
       return;
     }
     CompareRow r;
-    r.name = row;
+    r.name = out_.text.add(row);
     r.entry = e;
     r.suffix_at = static_cast<uint32_t>(entry_len);
     r.state = state;
@@ -100,24 +102,23 @@ class Flattener {
       case NodeKind::kTensor: {
         const TensorLeaf& t = d_.tensors[n.tensor];
         r.kind = RowKind::kTensor;
-        r.dtype = std::string(d_.str(t.dtype_name));
+        r.dtype = d_.str(t.dtype_name);
         r.element_type = t.dtype;
-        r.shape.assign(d_.shapes.begin() + t.shape_begin,
-                       d_.shapes.begin() + t.shape_begin + t.ndim);
+        r.shape = out_.text.add(d_.shapes.data() + t.shape_begin, t.ndim);
         r.has_shape = true;
         r.max = t.max;
         r.min = t.min;
         r.mean = t.mean;
         r.norm = t.norm;
         r.requires_grad = t.requires_grad;
-        if (t.md5 != kNoString) r.md5 = std::string(d_.str(t.md5));
-        if (t.data_name != kNoString) r.data_name = std::string(d_.str(t.data_name));
+        r.md5 = d_.str(t.md5);
+        r.data_name = d_.str(t.data_name);
         break;
       }
       case NodeKind::kTypedValue: {
         r.kind = RowKind::kScalar;
         std::string_view type = d_.str(n.type);
-        r.dtype = "<class '" + std::string(type) + "'>";
+        r.dtype = out_.text.intern("<class '" + std::string(type) + "'>");
         r.has_shape = true;
         StatValue v;
         if (n.value_kind == NodeKind::kInt) {
@@ -133,7 +134,7 @@ class Flattener {
         char buf[16];
         std::string text = py_str(d_, n, n.value_kind);
         snprintf(buf, sizeof buf, "%08x", crc32(text.data(), text.size()));
-        r.md5 = buf;
+        r.md5 = out_.text.add(buf);
         break;
       }
       case NodeKind::kNull:
@@ -145,13 +146,14 @@ class Flattener {
         r.kind = RowKind::kOther;
         if (n.kind == NodeKind::kDict) {
           uint32_t t = d_.member(idx, "type");
-          r.dtype =
-              d_.nodes[t].kind == NodeKind::kString ? std::string(d_.str(d_.nodes[t].str)) : "None";
+          r.dtype = d_.nodes[t].kind == NodeKind::kString ? d_.str(d_.nodes[t].str) : "None";
           uint32_t v = d_.member(idx, "value");
           if (r.dtype == "torch.Size" && v != kNoNode && d_.nodes[v].kind == NodeKind::kList) {
+            std::vector<int64_t> dims;
             for (uint32_t c : children(d_.nodes, v)) {
-              if (d_.nodes[c].kind == NodeKind::kInt) r.shape.push_back(d_.nodes[c].i);
+              if (d_.nodes[c].kind == NodeKind::kInt) dims.push_back(d_.nodes[c].i);
             }
+            r.shape = out_.text.add(dims.data(), dims.size());
             r.has_shape = true;
           }
         } else {
@@ -164,14 +166,50 @@ class Flattener {
   }
 
   const DumpFile& d_;
-  std::vector<CompareRow>& out_;
+  RowSet& out_;
 };
 
 }  // namespace
 
-std::vector<CompareRow> flatten_rows(const DumpFile& d) {
-  std::vector<CompareRow> rows;
-  rows.reserve(d.tensors.size() + d.entries.size());
+std::string_view RowText::add(std::string_view s) {
+  char* p = reserve(s.size(), 1);
+  if (!s.empty()) memcpy(p, s.data(), s.size());
+  return {p, s.size()};
+}
+
+std::string_view RowText::intern(std::string_view s) {
+  auto it = interned_.find(s);
+  if (it != interned_.end()) return it->second;
+  const std::string_view v = add(s);
+  interned_.emplace(std::string(s), v);
+  return v;
+}
+
+Dims RowText::add(const int64_t* dims, size_t n) {
+  char* p = reserve(n * sizeof(int64_t), alignof(int64_t));
+  if (n > 0) memcpy(p, dims, n * sizeof(int64_t));
+  return {reinterpret_cast<const int64_t*>(p), n};
+}
+
+char* RowText::reserve(size_t n, size_t align) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  size_t at = (used_ + align - 1) / align * align;
+  if (chunks_.empty() || at + n > cap_) {
+    cap_ = std::max(kChunk, n);
+    // Default-initialised (no memset: untouched pages cost nothing); new[] is max-aligned.
+    chunks_.push_back(std::unique_ptr<char[]>(new char[cap_]));
+    at = 0;
+  }
+  used_ = at + n;
+  bytes_ += n;
+  return chunks_.back().get() + at;
+}
+
+RowSet flatten_rows(const DumpFile& d) {
+  RowSet rows;
+  // An upper bound (every row is a leaf node or a tensor leaf): capacity that is never written
+  // costs address space, not memory, and the vector is never copied while it grows.
+  rows.reserve(d.nodes.size() + d.tensors.size());
   Flattener f(d, rows);
   for (uint32_t e = 0; e < d.entries.size(); ++e) f.entry(e);
   return rows;

@@ -396,6 +396,20 @@ int64_t DumpFile::find_entry(std::string_view name) const {
   return -1;
 }
 
+void DumpFile::release_values() {
+  // The header node is the last top-level dict: keep task/level/framework readable by moving it
+  // to the front of an otherwise empty node list.
+  std::vector<Node> kept;
+  if (header != kNoNode) {
+    kept.assign(nodes.begin() + header, nodes.begin() + header + nodes[header].span);
+    header = 0;
+  }
+  nodes.swap(kept);
+  std::vector<Node>().swap(extra_nodes);
+  std::vector<TensorLeaf>().swap(tensors);
+  std::vector<int64_t>().swap(shapes);
+}
+
 size_t DumpFile::memory_bytes() const {
   // Sizes, not capacities: reserved capacity that was never written is not resident.
   return nodes.size() * sizeof(Node) + extra_nodes.size() * sizeof(Node) +

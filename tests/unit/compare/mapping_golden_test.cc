@@ -77,9 +77,9 @@ Checked check_against_msprobe(const PairResult& p, const std::string& golden_csv
     const RowResult& r = *it->second;
     const CompareRow& t = p.target_rows[r.pair.target];
     const CompareRow* g = r.pair.golden >= 0 ? &p.golden_rows[r.pair.golden] : nullptr;
-    const std::string ours_bench = g ? g->name : "N/A";
+    const std::string ours_bench = g ? std::string(g->name) : "N/A";
     if (ours_bench != w[w_bench]) {
-      EXPECT_FALSE(excuse(t, g, r.pair.how, r.reason).empty())
+      EXPECT_FALSE(excuse(t, g, r.pair.how, std::string(r.reason)).empty())
           << w[w_npu] << ": msprobe pairs it with " << w[w_bench] << ", numprobe with "
           << ours_bench;
       continue;

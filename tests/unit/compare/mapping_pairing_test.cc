@@ -47,8 +47,9 @@ std::map<std::string, std::pair<std::string, std::string>> pairs(RankDump t, Ran
   std::map<std::string, std::pair<std::string, std::string>> out;
   for (const RowResult& r : p.rows) {
     if (r.pair.target < 0) continue;
-    out[p.target_rows[r.pair.target].name] = {
-        r.pair.golden >= 0 ? p.golden_rows[r.pair.golden].name : "", match_kind_name(r.pair.how)};
+    out[std::string(p.target_rows[r.pair.target].name)] = {
+        r.pair.golden >= 0 ? std::string(p.golden_rows[r.pair.golden].name) : "",
+        match_kind_name(r.pair.how)};
   }
   return out;
 }

@@ -19,7 +19,8 @@ CompareRow tensor_row(double mx, double mn, double mean, double norm, std::vecto
   CompareRow r;
   r.kind = RowKind::kTensor;
   r.element_type = DType::kF32;
-  r.shape = std::move(shape);
+  static RowText text;  // rows point into it; it lives as long as the test program
+  r.shape = text.add(shape.data(), shape.size());
   r.has_shape = true;
   r.max = num(mx);
   r.min = num(mn);

@@ -20,7 +20,7 @@ namespace {
 
 struct Compared {
   DumpFile t, g;
-  std::vector<CompareRow> trows, grows;
+  RowSet trows, grows;  // point into t and g
   std::vector<RowPair> pairs;
 };
 
@@ -92,7 +92,7 @@ std::map<std::string, std::string> check_statistics(const Compared& c,
                           csv.column("L2norm diff")};
   const size_t rels[] = {csv.column("MaxRelativeErr"), csv.column("MinRelativeErr"),
                          csv.column("MeanRelativeErr"), csv.column("NormRelativeErr")};
-  std::map<std::string, const std::vector<std::string>*> by_name;
+  std::map<std::string, const std::vector<std::string>*, std::less<>> by_name;
   for (const auto& r : csv.rows) by_name[r[name]] = &r;
   std::map<std::string, std::string> result_differs;
   size_t checked = 0;
@@ -118,9 +118,10 @@ std::map<std::string, std::string> check_statistics(const Compared& c,
                                std::fmax(std::fabs(tr.min.v), std::fabs(gr.min.v)),
                                std::fmax(std::fabs(tr.mean.v), std::fabs(gr.mean.v)),
                                std::fmax(std::fabs(tr.norm.v), std::fabs(gr.norm.v))};
-    for (int k = 0; k < 4; ++k) check_diff(tr.name, g[diffs[k]], g[rels[k]], *ours[k], operands[k]);
+    for (int k = 0; k < 4; ++k)
+      check_diff(std::string(tr.name), g[diffs[k]], g[rels[k]], *ours[k], operands[k]);
     bool theirs = g[result] == "Warning";
-    if (theirs != m.warning) result_differs[tr.name] = m.reason;
+    if (theirs != m.warning) result_differs[std::string(tr.name)] = m.reason;
   }
   EXPECT_EQ(checked, csv.rows.size());
   return result_differs;
@@ -173,7 +174,7 @@ TEST(CompareStatistics, ResNetStepToStepMatchesMsprobe) {
   // statistics (-0.005 vs -0.01) warn although they differ by half the larger magnitude. Every
   // row where our Result differs must be one where only that signed rule fires.
   std::map<std::string, const RowPair*> pair_of;
-  for (const RowPair& p : exact) pair_of[c.trows[p.target].name] = &p;
+  for (const RowPair& p : exact) pair_of[std::string(c.trows[p.target].name)] = &p;
   for (const auto& [row, reason] : differs) {
     EXPECT_EQ(reason, "") << row;  // theirs warns, ours does not
     const RowPair* p = pair_of.at(row);
@@ -198,7 +199,7 @@ TEST(CompareMd5, SyntheticEdgeCasesMatchMsprobe) {
       read_csv(msprobe_fixture("golden_compare_outputs_mstt/synth_md5/compare_result.csv"));
   const size_t name = csv.column("NPU Name"), result = csv.column("Result"),
                npu_md5 = csv.column("NPU MD5"), bench_md5 = csv.column("BENCH MD5");
-  std::map<std::string, const std::vector<std::string>*> by_name;
+  std::map<std::string, const std::vector<std::string>*, std::less<>> by_name;
   for (const auto& r : csv.rows) by_name[r[name]] = &r;
   size_t checked = 0;
   for (const RowPair& p : c.pairs) {
@@ -228,7 +229,7 @@ TEST(CompareRows, NamesFollowMsprobeFlattening) {
   const size_t name = csv.column("NPU Name"), dtype = csv.column("NPU Dtype"),
                shape = csv.column("NPU Tensor Shape");
   ASSERT_EQ(rows.size(), csv.rows.size());
-  std::map<std::string, const std::vector<std::string>*> by_name;
+  std::map<std::string, const std::vector<std::string>*, std::less<>> by_name;
   for (const auto& r : csv.rows) by_name[r[name]] = &r;
   for (const CompareRow& r : rows) {
     auto it = by_name.find(r.name);

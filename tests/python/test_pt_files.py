@@ -1,0 +1,90 @@
+"""torch.save (.pt) data files, as msprobe's PyTorch tensor dumps write them, read without torch
+by the C++ engine: `numprobe stats` against numpy, and a tensor-mode compare of .pt dumps against
+the same compare over .npy files."""
+import csv
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def stats_json(cli, path):
+    return json.loads(cli("stats", "--json", path).stdout)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool])
+def test_stats_of_pt_match_numpy(cli, tmp_path, dtype):
+    g = torch.Generator().manual_seed(7)
+    base = (torch.randn(5, 6, 7, generator=g) * 10)
+    views = {
+        "contiguous": base,
+        "transposed": base.transpose(0, 2),
+        "sliced": base[1:4, ::2, 3:],
+        "zero_dim": base[2, 3, 4],
+        "parameter": torch.nn.Parameter(base.clone()),
+    }
+    for name, t in views.items():
+        t = t.detach().to(dtype) if dtype != torch.bool else (t.detach() > 0)
+        if name == "parameter" and (dtype.is_floating_point):
+            t = torch.nn.Parameter(t)
+        path = tmp_path / f"{name}.pt"
+        torch.save(t, path)
+        got = stats_json(cli, path)
+        ref = t.detach().to(torch.float64).numpy()
+        assert got["shape"] == list(t.shape), name
+        assert got["count"] == ref.size
+        assert got["max"] == pytest.approx(float(ref.max()), rel=1e-12), name
+        assert got["min"] == pytest.approx(float(ref.min()), rel=1e-12), name
+        assert got["mean"] == pytest.approx(float(ref.mean()), rel=1e-9, abs=1e-12), name
+        assert got["norm"] == pytest.approx(float(np.sqrt((ref * ref).sum())), rel=1e-9), name
+
+
+def test_bad_pt_files_name_the_file(cli, tmp_path):
+    legacy = tmp_path / "legacy.pt"
+    torch.save(torch.ones(3), legacy, _use_new_zipfile_serialization=False)
+    p = cli("stats", legacy, check=False)
+    assert p.returncode == 1 and "legacy.pt" in p.stderr and "legacy" in p.stderr
+    other = tmp_path / "dict.pt"
+    torch.save({"a": torch.ones(2)}, other)
+    p = cli("stats", other, check=False)
+    assert p.returncode == 1 and "dict.pt" in p.stderr and "not a tensor" in p.stderr
+
+
+def npy_dump_as_pt(src, dst):
+    """The synthetic tensor dump with every .npy data file re-saved by torch.save as .pt."""
+    shutil.copytree(src, dst)
+    data = dst / "dump_tensor_data"
+    for f in sorted(data.glob("*.npy")):
+        t = torch.from_numpy(np.load(f))
+        torch.save(t, f.with_suffix(".pt"))
+        f.unlink()
+    text = (dst / "dump.json").read_text().replace(".npy\"", ".pt\"")
+    (dst / "dump.json").write_text(text)
+
+
+def read_rows(out):
+    (path,) = out.glob("compare_result_*.csv")
+    return list(csv.DictReader(path.open(newline="")))
+
+
+def test_compare_of_pt_dumps_equals_npy_dumps(cli, fixtures, tmp_path):
+    base = fixtures / "synthetic_edge_cases" / "tensor"
+    for side in ("npu", "bench"):
+        npy_dump_as_pt(base / side, tmp_path / side)
+    cli("compare", "-t", base / "npu", "-g", base / "bench", "-o", tmp_path / "out_npy")
+    cli("compare", "-t", tmp_path / "npu", "-g", tmp_path / "bench", "-o", tmp_path / "out_pt")
+    npy_rows, pt_rows = read_rows(tmp_path / "out_npy"), read_rows(tmp_path / "out_pt")
+    assert len(npy_rows) == len(pt_rows) > 0
+    for a, b in zip(npy_rows, pt_rows):
+        for k in a:
+            if k == "Data_name":
+                assert a[k].replace(".npy", ".pt") == b[k]
+            else:
+                assert a[k] == b[k], (a["NPU Name"], k)
+    assert not any("data_unreadable" in r["Reason"] for r in pt_rows)
+    s = json.loads((tmp_path / "out_pt" / "summary.json").read_text())
+    assert s["pairs"][0]["first_divergence"]["entry"] == "Functional.big_error.0.forward"
