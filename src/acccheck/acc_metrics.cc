@@ -43,20 +43,6 @@ double dtype_max(AccDtype d) {
   }
 }
 
-// bench.astype(device dtype) as msprobe does before some comparisons. bf16 outputs were already
-// widened to float32 on both sides, as msprobe does.
-double to_device_dtype(AccDtype d, double v) {
-  switch (d) {
-    case AccDtype::kFloat16:
-      return half_to_float(float_to_half(static_cast<float>(v)));
-    case AccDtype::kFloat32:
-    case AccDtype::kBFloat16:
-      return static_cast<double>(static_cast<float>(v));
-    default:
-      return v;
-  }
-}
-
 // numpy finfo(bench dtype).eps, except msprobe's fixed 2^-8 for bf16 devices.
 double bench_eps(AccDtype device, std::string_view bench_dtype) {
   if (device == AccDtype::kBFloat16) return kBf16Eps;
@@ -149,9 +135,15 @@ double ulp_error(double b, double d, const PassParams& p) {
     eb = p.min_eb;
   else
     eb = std::max(floor_log2(ab), static_cast<double>(p.min_eb));
-  // eb is an integer (or inf/NaN, where ldexp's and exp2's results agree)
-  const double scale =
-      std::isfinite(eb) ? std::ldexp(1.0, p.mant - static_cast<int>(eb)) : std::exp2(-eb + p.mant);
+  // eb is an integer (or inf/NaN: then exp2 as msprobe); 2^k built from its exponent bits
+  double scale;
+  const int k = std::isfinite(eb) ? p.mant - static_cast<int>(eb) : 0;
+  if (std::isfinite(eb) && k >= -1022 && k <= 1023) {
+    const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
+    std::memcpy(&scale, &bits, sizeof scale);
+  } else {
+    scale = std::exp2(-eb + p.mant);
+  }
   double u;
   if (p.dt == AccDtype::kFloat32) {
     u = (d - b) * scale;
@@ -189,82 +181,150 @@ struct Sums {
   bool rel_nan = false;
 };
 
-template <Kind K>
-inline void add_element(double b, double d, const PassParams& p, Sums& s) {
-  const double a = std::fabs(d - b), ab = std::fabs(b);
-  const double r = a / (ab + p.eps);
-  s.below2 += r < 1e-2;
-  s.below3 += r < 1e-3;
-  s.below4 += r < 1e-4;
-  s.abs_nan |= std::isnan(a);
-  s.max_abs = std::max(s.max_abs, a);
-  const bool b_fin = std::isfinite(b), d_fin = std::isfinite(d);
-  s.nonfinite |= !(b_fin && d_fin);
-  s.nan |= std::isnan(d) || std::isnan(b);
-  s.dmax = std::max(s.dmax, std::fabs(d));
-  s.bmax = std::max(s.bmax, ab);
-  s.dot += d * b;
-  s.dd += d * d;
-  s.bb += b * b;
-  if constexpr (K == Kind::kCascade) return;
+// The pass runs block by block: the cascade/cosine loop and the standard's loop each go over a
+// block still in L1, with few enough accumulators to stay in registers, and the relative errors
+// of the block are kept for the second loop. Every sum still adds its elements in order, so the
+// split changes no bit. Blocks whose elements are all finite (nearly all) skip the per-element
+// NaN/Inf bookkeeping; the others are rescanned for it.
+constexpr size_t kBlock = 2048;
 
-  const double bd = to_device_dtype(p.dt, b);  // the bench in the device dtype
-  const bool finite = d_fin && std::isfinite(bd) && std::fabs(bd) <= p.maxv;
-  if (finite) {
-    s.l2_num += a * a;
-    s.l2_den += b * b;
+// Returns whether the block may hold a non-finite element (then its flags need the rescan).
+template <typename B, typename D>
+bool gather_cascade(const B* bp, const D* dp, size_t n, double eps, double* rel, Sums& s) {
+  size_t below2 = s.below2, below3 = s.below3, below4 = s.below4;
+  double max_abs = s.max_abs, dmax = s.dmax, bmax = s.bmax, dot = s.dot, dd = s.dd, bb = s.bb;
+  double abs_sum = 0;  // NaN or inf exactly when some element is (or |d - b| overflowed)
+  for (size_t i = 0; i < n; ++i) {
+    const double b = static_cast<double>(bp[i]), d = static_cast<double>(dp[i]);
+    const double a = std::fabs(d - b), ab = std::fabs(b);
+    const double r = a / (ab + eps);
+    rel[i] = r;
+    below2 += r < 1e-2;
+    below3 += r < 1e-3;
+    below4 += r < 1e-4;
+    abs_sum += a;
+    max_abs = std::max(max_abs, a);
+    dmax = std::max(dmax, std::fabs(d));
+    bmax = std::max(bmax, ab);
+    dot += d * b;
+    dd += d * d;
+    bb += b * b;
   }
-  if constexpr (K == Kind::kBinary) {
-    s.diff += !(b == d);
-  } else if constexpr (K == Kind::kAbsolute) {
-    if (!finite) {
-      ++s.inf_nan;
-      // Clipped to the dtype's range, both-NaN and within-rtol count as agreeing.
-      const double bc = std::clamp(bd, -p.maxv, p.maxv);
-      const double dc = std::clamp(d, -p.maxv, p.maxv);
-      const bool ok =
-          std::fabs(dc - bc) / (ab + p.eps) <= p.abs.rtol || (std::isnan(d) && std::isnan(bc));
-      s.inf_nan_bad += !ok;
-    } else if (ab <= p.abs.small_value) {
-      ++s.small;
-      s.small_bad += a > p.abs.small_value_atol;
-    } else {
-      ++s.normal;
-      s.normal_bad += r > p.abs.rtol;
-    }
-  } else if constexpr (K == Kind::kUlp) {
-    const double u = ulp_error(b, d, p);
-    if (std::isnan(u))
-      s.ulp_max = u;
-    else if (!std::isnan(s.ulp_max) && u > s.ulp_max)
-      s.ulp_max = u;
-    s.ulp_sum += u;
-    s.ulp_over += u > p.ulp_threshold;
-  } else {
-    const bool is_small = finite && ab <= p.small.small_value;
-    s.small += is_small;
-    s.small_bad += is_small && a > p.small.small_value_atol;
-    if (is_small || !finite) {
-      ++s.masked;
-    } else {
-      s.sq += a * a;
-      s.rel_nan |= std::isnan(r);
-      s.rel_max = std::max(s.rel_max, r);
-      s.rel_sum += r;
-      ++s.rel_n;
-    }
-    const double diff = d - bd;
-    s.larger += diff > 0;
-    s.smaller += diff < 0;
+  s.below2 = below2, s.below3 = below3, s.below4 = below4;
+  s.max_abs = max_abs, s.dmax = dmax, s.bmax = bmax, s.dot = dot, s.dd = dd, s.bb = bb;
+  if (std::isfinite(abs_sum)) return false;
+  bool nonfinite = false;
+  for (size_t i = 0; i < n; ++i) {
+    const double b = static_cast<double>(bp[i]), d = static_cast<double>(dp[i]);
+    s.abs_nan |= std::isnan(d - b);
+    nonfinite |= !(std::isfinite(b) && std::isfinite(d));
+    s.nan |= std::isnan(d) || std::isnan(b);
   }
+  s.nonfinite |= nonfinite;
+  return nonfinite;
+}
+
+// The bench in the device dtype (msprobe's bench.astype(device dtype)); bf16 outputs were
+// widened to float32 on both sides, as msprobe does.
+template <AccDtype T>
+inline double in_device_dtype(double v) {
+  if constexpr (T == AccDtype::kFloat16)
+    return half_to_float(float_to_half(static_cast<float>(v)));
+  else
+    return static_cast<double>(static_cast<float>(v));
+}
+
+// kAllFinite: every element of the block is finite on both sides and the bench stays within the
+// device dtype's range, so no element is masked as non-finite.
+template <Kind K, AccDtype T, bool kAllFinite, typename B, typename D>
+void gather_standard(const B* bp, const D* dp, const double* rel, size_t n, const PassParams& p,
+                     Sums& s) {
+  const double eps = p.eps, maxv = p.maxv;
+  double l2_num = s.l2_num, l2_den = s.l2_den;
+  for (size_t i = 0; i < n; ++i) {
+    const double b = static_cast<double>(bp[i]), d = static_cast<double>(dp[i]);
+    const double a = std::fabs(d - b), ab = std::fabs(b), r = rel[i];
+    const double bd = in_device_dtype<T>(b);
+    const bool finite =
+        kAllFinite || (std::isfinite(d) && std::isfinite(bd) && std::fabs(bd) <= maxv);
+    l2_num += finite ? a * a : 0.0;
+    l2_den += finite ? b * b : 0.0;
+    if constexpr (K == Kind::kBinary) {
+      s.diff += !(b == d);
+    } else if constexpr (K == Kind::kAbsolute) {
+      if (!finite) {
+        ++s.inf_nan;
+        // Clipped to the dtype's range, both-NaN and within-rtol count as agreeing.
+        const double bc = std::clamp(bd, -maxv, maxv);
+        const double dc = std::clamp(d, -maxv, maxv);
+        const bool ok =
+            std::fabs(dc - bc) / (ab + eps) <= p.abs.rtol || (std::isnan(d) && std::isnan(bc));
+        s.inf_nan_bad += !ok;
+      } else if (ab <= p.abs.small_value) {
+        ++s.small;
+        s.small_bad += a > p.abs.small_value_atol;
+      } else {
+        ++s.normal;
+        s.normal_bad += r > p.abs.rtol;
+      }
+    } else if constexpr (K == Kind::kUlp) {
+      const double u = ulp_error(b, d, p);
+      if (std::isnan(u))
+        s.ulp_max = u;
+      else if (!std::isnan(s.ulp_max) && u > s.ulp_max)
+        s.ulp_max = u;
+      s.ulp_sum += u;
+      s.ulp_over += u > p.ulp_threshold;
+    } else {
+      const bool is_small = finite && ab <= p.small.small_value;
+      s.small += is_small;
+      s.small_bad += is_small && a > p.small.small_value_atol;
+      if (is_small || !finite) {
+        ++s.masked;
+      } else {
+        s.sq += a * a;
+        s.rel_nan |= std::isnan(r);
+        s.rel_max = std::max(s.rel_max, r);
+        s.rel_sum += r;
+        ++s.rel_n;
+      }
+      const double diff = d - bd;
+      s.larger += diff > 0;
+      s.smaller += diff < 0;
+    }
+  }
+  s.l2_num = l2_num, s.l2_den = l2_den;
+}
+
+template <Kind K, AccDtype T, typename B, typename D>
+Sums gather(const Views<B, D>& v, const PassParams& p) {
+  Sums s;
+  double rel[kBlock];
+  for (size_t at = 0; at < v.n; at += kBlock) {
+    const B* bp = v.b + at;
+    const D* dp = v.d + at;
+    const size_t n = std::min(kBlock, v.n - at);
+    const double bmax_before = s.bmax;
+    s.bmax = 0;
+    const bool nonfinite = gather_cascade(bp, dp, n, p.eps, rel, s);
+    const bool in_range = s.bmax <= p.maxv;  // |bench| <= max: so is it rounded to the dtype
+    s.bmax = std::max(bmax_before, s.bmax);
+    if constexpr (K != Kind::kCascade) {
+      if (!nonfinite && in_range)
+        gather_standard<K, T, true>(bp, dp, rel, n, p, s);
+      else
+        gather_standard<K, T, false>(bp, dp, rel, n, p, s);
+    }
+  }
+  return s;
 }
 
 template <Kind K, typename B, typename D>
 Sums gather(const Views<B, D>& v, const PassParams& p) {
-  Sums s;
-  for (size_t i = 0; i < v.n; ++i)
-    add_element<K>(static_cast<double>(v.b[i]), static_cast<double>(v.d[i]), p, s);
-  return s;
+  // float32 and bfloat16 outputs both compare the bench rounded to float32 (bf16 outputs are
+  // widened to float32 on both sides, as msprobe does); float64 outputs take the cascade only.
+  if (p.dt == AccDtype::kFloat16) return gather<K, AccDtype::kFloat16>(v, p);
+  return gather<K, AccDtype::kFloat32>(v, p);
 }
 
 template <typename B, typename D>
