@@ -89,13 +89,15 @@ def main():
         with open(src, "w") as f:
             json.dump(entries(n), f)
         w1, apis, loop1 = run([str(CLI), "acc-check", "-api_info", src, "-o", tmp + "/one", "-q"])
-        w2, _, _ = run([str(CLI), "multi-acc-check", "-api_info", src, "-o", tmp + "/two", "-n",
-                        "2", "-q"])
+        w2, _, loop2 = run([str(CLI), "multi-acc-check", "-api_info", src, "-o", tmp + "/two",
+                            "-n", "2", "-q"])
     print(f"acc-check, {apis} APIs (forward + backward, float32, 64 KB - 1 MB inputs), "
           f"1 torch thread per process, {os.cpu_count()} cores")
     print(f"  one process : {w1:6.2f} s wall, {apis / w1:6.1f} APIs/s wall, "
           f"{apis / loop1:6.1f} APIs/s in the replay loop (without python + torch start-up)")
-    print(f"  2 workers   : {w2:6.2f} s wall, {apis / w2:6.1f} APIs/s wall, speed-up {w1 / w2:.2f}x")
+    print(f"  2 workers   : {w2:6.2f} s wall, {apis / w2:6.1f} APIs/s wall, "
+          f"{apis / loop2:6.1f} APIs/s in the replay loop; speed-up {w1 / w2:.2f}x wall, "
+          f"{loop1 / loop2:.2f}x loop")
 
 
 if __name__ == "__main__":

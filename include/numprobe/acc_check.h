@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace numprobe {
@@ -52,8 +53,17 @@ struct AccColumns {
 enum class AccDtype : uint8_t { kFloat16, kBFloat16, kFloat32, kFloat64, kInteger, kBool, kOther };
 AccDtype acc_dtype_from_name(std::string_view torch_dtype);
 
+// n values of a tensor of torch dtype `dtype`, held as float64 or float32: float32 is exact for
+// float32/float16/bfloat16 tensors and spares the comparison a widened copy; integer and bool
+// tensors come as float64 (int64 beyond 2^53 rounds).
 struct AccTensorView {
-  const double* data = nullptr;  // values converted exactly to double (int64 beyond 2^53 rounds)
+  AccTensorView() = default;
+  AccTensorView(const double* values, size_t count, std::string torch_dtype)
+      : f64(values), n(count), dtype(std::move(torch_dtype)) {}
+  AccTensorView(const float* values, size_t count, std::string torch_dtype)
+      : f32(values), n(count), dtype(std::move(torch_dtype)) {}
+  const double* f64 = nullptr;  // exactly one of f64 and f32 is set
+  const float* f32 = nullptr;
   size_t n = 0;
   std::string dtype;  // torch name, "torch.float32"
 };

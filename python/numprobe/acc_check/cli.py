@@ -5,7 +5,6 @@
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -45,7 +44,6 @@ def _parser(prog):
     if prog.endswith("multi-acc-check"):
         p.add_argument("-n", "--num_splits", dest="workers", type=int, default=2,
                        help="worker processes (default 2)")
-    p.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # i/N, set by multi-acc-check
     return p
 
 
@@ -97,11 +95,43 @@ def _run_cases(cases, files, opts, a, mindspore, progress):
     return counts, done, time.time() - t0
 
 
+def _keep_freed_memory():
+    """glibc returns freed blocks of more than 128 KB (its default mmap threshold) and a freed top
+    of the heap to the kernel, so every fresh 1-8 MB tensor of the replay (float64 references,
+    gradients, copies) page-faults its memory in again: that cost more than the arithmetic. Keep
+    blocks up to 32 MB (glibc's maximum) in the heap and do not trim it; memory stays at the
+    run's peak."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        libc.mallopt(m_mmap_threshold, 32 << 20)
+        libc.mallopt(m_trim_threshold, 1 << 30)
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+def _limit_blas_threads(n):
+    """torch.set_num_threads does not reach OpenBLAS's own thread pool (Debian's torch calls
+    OpenBLAS for float64 matmul/conv), which starts one thread per core: -j covers it too, so one
+    process uses the cores it was given and forked workers do not fight over them."""
+    try:
+        import ctypes
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            libs = {line.split()[-1] for line in f if "libopenblas" in line}
+        for lib in libs:
+            ctypes.CDLL(lib).openblas_set_num_threads(n)
+    except (OSError, AttributeError, IndexError):  # no OpenBLAS, or not Linux
+        pass
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     cmd = argv.pop(0) if argv and argv[0] in ("acc-check", "multi-acc-check") else "acc-check"
     a = _parser("numprobe " + cmd).parse_args(argv)
+    _keep_freed_memory()
     torch.set_num_threads(max(1, a.threads))
+    _limit_blas_threads(max(1, a.threads))
     try:
         cases, task = build_plan(a.api_info, a.filter)
     except ValueError as e:
@@ -121,31 +151,15 @@ def main(argv=None):
         return 0
 
     try:
-        files = _C.AccResultFiles.resume(a.csv_path, not a.shard) if a.csv_path else \
+        files = _C.AccResultFiles.resume(a.csv_path) if a.csv_path else \
             _C.AccResultFiles.create(a.out)
     except ValueError as e:
         print(f"numprobe {cmd}: error: {e}", file=sys.stderr)
         return 1
 
-    if a.shard:  # a worker of multi-acc-check: its share, appended to the parent's files
-        i, n = (int(x) for x in a.shard.split("/"))
-        _run_cases(cases[i::n], files, opts, a, mindspore, False)
-        return 0
-
     if cmd == "multi-acc-check" and a.workers > 1:
         t0 = time.time()
-        base = [sys.executable, "-m", "numprobe.acc_check", "acc-check"] + \
-            _passthrough(argv) + ["-csv_path", files.result_path]
-        # One BLAS/OpenMP thread per worker unless -j says otherwise: OpenBLAS would otherwise
-        # start a thread per core in every worker and they would fight over the cores.
-        threads = str(max(1, a.threads))
-        env = dict(os.environ, OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
-                   MKL_NUM_THREADS=threads)
-        procs = [subprocess.Popen(base + ["--shard", f"{i}/{a.workers}"], env=env)
-                 for i in range(1, a.workers)]
-        # This process is worker 0 (one torch start-up fewer), on files it shares with the rest.
-        _run_cases(cases[0::a.workers], files, opts, a, mindspore, False)
-        rcs = [p.wait() for p in procs]
+        rcs = _run_workers(cases, files, opts, a, mindspore)
         secs = time.time() - t0
         if any(rcs):
             print(f"numprobe {cmd}: error: a worker failed (exit codes {rcs}); rerun with "
@@ -163,18 +177,54 @@ def main(argv=None):
     return 0
 
 
-def _passthrough(argv):
-    """The parent's arguments minus the ones the parent handles itself."""
-    out, skip = [], False
-    for i, x in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if x in ("-n", "--num_splits", "-csv_path", "--result_csv_path"):
-            skip = True
-            continue
-        out.append(x)
-    return out
+def _run_workers(cases, files, opts, a, mindspore):
+    """multi-acc-check: this process and a.workers - 1 forked copies of it take the APIs one at a
+    time from a shared counter, appending to the same two files (each API's rows in single
+    writes). Forked workers share the parent's imported torch instead of starting their own
+    (about 1.5 s each), and pulling work keeps the cores busy to the end whatever the APIs cost.
+    The inputs of an API depend only on the seed and its name, so the rows are those one worker
+    writes, in another order. Returns the workers' exit codes (0: all went through)."""
+    import multiprocessing
+    import traceback
+    lock = multiprocessing.Lock()
+    next_index = multiprocessing.RawValue("q", 0)
+
+    def claimed():
+        while True:
+            with lock:
+                i = next_index.value
+                next_index.value = i + 1
+            if i >= len(cases):
+                return
+            yield cases[i]
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    for _ in range(a.workers - 1):
+        pid = os.fork()
+        if pid == 0:  # a worker: its share, then out without the parent's exit handlers
+            code = 0
+            try:
+                _run_cases(claimed(), files, opts, a, mindspore, False)
+            except BaseException:  # noqa: B036 - reported, and the parent sees the exit code
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        pids.append(pid)
+    rcs = [0]
+    try:
+        _run_cases(claimed(), files, opts, a, mindspore, False)
+    except Exception:
+        traceback.print_exc()
+        rcs = [1]
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        rcs.append(os.waitstatus_to_exitcode(status))
+    return rcs
 
 
 def _count(result_csv):

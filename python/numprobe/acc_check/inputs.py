@@ -141,10 +141,12 @@ class InputBuilder:
                 and math.isfinite(mean) and math.isfinite(norm) and lo_f < mean < hi_f):
             var = norm * norm / n - mean * mean
             if var > 0:
-                body = torch.randn(shape, generator=self.gen, dtype=work) * math.sqrt(var) + mean
-                body = body.clamp_(lo_f, hi_f)
+                # in place: the same values as randn() * sd + mean without two temporaries
+                body = torch.randn(shape, generator=self.gen, dtype=work)
+                body.mul_(math.sqrt(var)).add_(mean).clamp_(lo_f, hi_f)
         if body is None:
-            body = torch.rand(shape, generator=self.gen, dtype=work) * (hi_f - lo_f) + lo_f
+            body = torch.rand(shape, generator=self.gen, dtype=work)
+            body.mul_(hi_f - lo_f).add_(lo_f)
         t = body.to(dtype)
         if n == 0:
             return t

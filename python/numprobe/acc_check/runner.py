@@ -85,7 +85,7 @@ class _Copier:
 
     def __call__(self, t):
         dtype = _UPCAST.get(t.dtype, t.dtype) if self.widen else t.dtype
-        c = t.detach().to(self.device, dtype).clone()
+        c = t.detach().to(self.device, dtype, copy=True)  # one copy, widened or not
         if not t.requires_grad:
             return c
         c.requires_grad_(True)
@@ -95,7 +95,7 @@ class _Copier:
 
 def _reference_copy(t):
     dtype = _UPCAST.get(t.dtype, t.dtype)
-    return t.detach().to("cpu", dtype).clone()
+    return t.detach().to("cpu", dtype, copy=True)
 
 
 def _reference_kwargs(kwargs):

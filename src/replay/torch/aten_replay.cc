@@ -14,8 +14,23 @@ std::string python_tuple(at::IntArrayRef sizes) {
   return s + (sizes.size() == 1 ? ",)" : ")");
 }
 
-at::Tensor as_doubles(const at::Tensor& t) {
-  return t.detach().to(at::kCPU).to(at::kDouble).contiguous();
+// The CPU values of an output as float32 or float64, whichever holds them exactly without a
+// copy where possible: float32/float64 as they are, float16/bfloat16 widened to float32, integers
+// and bool to float64.
+at::Tensor as_compared(const at::Tensor& t) {
+  at::Tensor c = t.detach().to(at::kCPU);
+  const at::ScalarType s = c.scalar_type();
+  if (s == at::kHalf || s == at::kBFloat16) return c.to(at::kFloat).contiguous();
+  if (s != at::kFloat && s != at::kDouble) return c.to(at::kDouble).contiguous();
+  return c.contiguous();
+}
+
+AccTensorView view_of(const at::Tensor& values, const at::Tensor& original) {
+  const size_t n = static_cast<size_t>(values.numel());
+  std::string dtype = capture::torch_dtype_name(original.scalar_type());
+  if (values.scalar_type() == at::kFloat)
+    return AccTensorView(values.data_ptr<float>(), n, std::move(dtype));
+  return AccTensorView(values.data_ptr<double>(), n, std::move(dtype));
 }
 
 }  // namespace
@@ -43,12 +58,9 @@ AccColumns compare_tensors(const std::string& op, const at::Tensor& bench,
     c.shape = python_tuple(device.sizes());
     return c;
   }
-  const at::Tensor b = as_doubles(bench), d = as_doubles(device);
-  const size_t n = static_cast<size_t>(b.numel());
-  return acc_compare_output(
-      op, AccTensorView{b.data_ptr<double>(), n, capture::torch_dtype_name(bench.scalar_type())},
-      AccTensorView{d.data_ptr<double>(), n, capture::torch_dtype_name(device.scalar_type())},
-      python_tuple(device.sizes()));
+  const at::Tensor b = as_compared(bench), d = as_compared(device);
+  return acc_compare_output(op, view_of(b, bench), view_of(d, device),
+                            python_tuple(device.sizes()));
 }
 
 }  // namespace numprobe::replay
