@@ -26,7 +26,6 @@ const char* const kTaskNames[] = {"statistics", "tensor", "overflow_check", "str
 // msprobe tasks (mstt Const.TASK_LIST and the successor's) that are not capture tasks.
 const char* const kOtherTasks[] = {"free_benchmark", "grad_probe", "run_ut",    "acc_check",
                                    "exception_dump", "nan_check",  "diff_check"};
-const char* const kLevelNames[] = {"L0", "L1", "mix", "L2", "debug"};
 
 // A user string for a message: JSON-quoted (control bytes escaped), truncated.
 std::string quote(std::string_view s) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <thread>
@@ -425,11 +426,23 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
   std::atomic<size_t> next{0};
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const size_t n_workers = std::min<size_t>(threads, todo.size());
-  // Threads left over when there are fewer pairs than threads work inside each pair.
-  const auto per_pair = static_cast<unsigned>(n_workers == 0 ? 1 : threads / n_workers);
+  // Threads left over when there are fewer pairs than threads work inside each pair, when the
+  // pair is large enough to repay starting them (a 1 MB pair compares in ~25 ms on one thread).
+  const auto spare = static_cast<unsigned>(n_workers == 0 ? 1 : threads / n_workers);
+  auto threads_for = [&](size_t i) -> unsigned {
+    constexpr uintmax_t kWorthThreads = uintmax_t{16} << 20;
+    std::error_code ec;
+    uintmax_t bytes = 0;
+    for (const RankLocation* l : {&todo[i].first, &todo[i].second}) {
+      const uintmax_t b = std::filesystem::file_size(l->dump_json, ec);
+      if (!ec) bytes += b;
+    }
+    return bytes >= kWorthThreads ? spare : 1;
+  };
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       try {
+        const unsigned per_pair = threads_for(i);
         PairResult& p = report.pairs[i];
         p.target_where = todo[i].first;
         p.golden_where = todo[i].second;
