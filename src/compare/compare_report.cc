@@ -232,7 +232,7 @@ void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
     const std::vector<uint32_t>* f =
         ht && p.target.stack ? p.target.stack->frames_of(t.name.substr(0, t.suffix_at)) : nullptr;
     if (f) {
-      for (uint32_t id : *f) frames += std::string(p.target.stack->strings.get(id)) + "\n";
+      for (uint32_t id : *f) frames.append(p.target.stack->strings.get(id)) += '\n';
     }
     if (!frames.empty()) frames.pop_back();
     if (frames.empty()) {

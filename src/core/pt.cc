@@ -300,6 +300,10 @@ class Unpickler {
   void append(size_t op_at, std::vector<Ref> items) {
     expect_top(Value::kSeq, op_at);
     // Values are shared through the memo: copy before changing.
+    // Lists are rebuilt on every APPEND (values are immutable); a tensor pickle appends a handful
+    // of items, so a budget on the copies keeps a hostile file from taking quadratic time.
+    copies_ += stack_.back()->items.size() + items.size();
+    if (copies_ > kMaxCopies) fail("too many list items for a tensor pickle", op_at);
     std::vector<Ref> all = stack_.back()->items;
     for (Ref& r : items) all.push_back(std::move(r));
     stack_.back() = seq(std::move(all), op_at);
@@ -367,6 +371,8 @@ class Unpickler {
   }
 
   static constexpr int kMaxDepth = 32;
+  static constexpr size_t kMaxCopies = size_t{1} << 20;
+  size_t copies_ = 0;
   const uint8_t* p_;
   size_t n_;
   size_t at_ = 0;

@@ -88,3 +88,35 @@ def test_compare_of_pt_dumps_equals_npy_dumps(cli, fixtures, tmp_path):
     assert not any("data_unreadable" in r["Reason"] for r in pt_rows)
     s = json.loads((tmp_path / "out_pt" / "summary.json").read_text())
     assert s["pairs"][0]["first_divergence"]["entry"] == "Functional.big_error.0.forward"
+
+
+def hostile_pt(path, pickle_bytes):
+    """A torch.save-shaped archive (stored records) around a hand-written data.pkl."""
+    import zipfile
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", pickle_bytes)
+        z.writestr("archive/data/0", b"\0" * 16)
+
+
+def test_pickled_code_is_never_run(cli, tmp_path):
+    marker = tmp_path / "pwned"
+    # What torch.load would execute: os.system("touch <marker>").
+    cmd = f"touch {marker}".encode()
+    pkl = b"\x80\x02cos\nsystem\nq\x00X" + len(cmd).to_bytes(4, "little") + cmd + b"\x85R."
+    path = tmp_path / "evil.pt"
+    hostile_pt(path, pkl)
+    p = cli("stats", path, check=False)
+    assert p.returncode == 1 and "unsupported object os.system" in p.stderr
+    assert not marker.exists()
+
+
+def test_long_append_chains_fail_fast(cli, tmp_path):
+    # 300k APPENDs to one list: quadratic for a naive reader. The subprocess timeout only guards
+    # against a hang; the reader gives up after its copy budget.
+    pkl = b"\x80\x02]" + b"K\x01a" * 300000 + b"."
+    path = tmp_path / "long.pt"
+    hostile_pt(path, pkl)
+    import subprocess
+    from conftest import CLI
+    p = subprocess.run([str(CLI), "stats", str(path)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "too many list items" in p.stderr
