@@ -63,4 +63,5 @@ add_library(numprobe_replay_torch STATIC ${NUMPROBE_REPLAY_TORCH_SOURCES})
 target_include_directories(numprobe_replay_torch PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(numprobe_replay_torch PUBLIC numprobe_acccheck numprobe_capture_torch)
 target_compile_options(numprobe_replay_torch PRIVATE ${NUMPROBE_WARNINGS})
-target_link_libraries(numprobe_python PRIVATE numprobe_replay_torch)
+# numprobe_compare: the MindSpore -> PyTorch API table acc-check replays MindSpore dumps with.
+target_link_libraries(numprobe_python PRIVATE numprobe_replay_torch numprobe_compare)

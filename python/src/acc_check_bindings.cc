@@ -6,6 +6,7 @@
 
 #include "acc_check_bindings.h"
 #include "numprobe/acc_check.h"
+#include "numprobe/compare_mapping.h"
 #include "replay/torch/aten_replay.h"
 
 namespace py = pybind11;
@@ -60,6 +61,7 @@ void register_acc_check(py::module_& m) {
       .def_readonly("shape", &AccColumns::shape)
       .def("metrics", &columns_dict);
 
+  m.def("builtin_pt_api", [](const std::string& ms_api) { return builtin_pt_api(ms_api); });
   m.def("acc_standard",
         [](const std::string& op) { return acc_standard_name(acc_standard_for(op)); });
   m.def("acc_compare",

@@ -208,3 +208,36 @@ def test_repro_script_runs_alone(cli, dumps, tmp_path):
     p = acc(cli, "-api_info", dumps[("gpt", "L1")], "-o", tmp_path, "--repro", "Nope.x.0",
             check=False)
     assert p.returncode == 1 and "Nope.x.0" in p.stderr
+
+
+def test_mindspore_apis_replay_through_the_builtin_api_table(cli, tmp_path):
+    """mindspore.ops / Tensor names that differ from torch's go through compare's built-in
+    MindSpore -> PyTorch table (reduce_mean -> torch.mean, expand_dims -> Tensor.unsqueeze,
+    dense -> F.linear); an API the table and torch do not know is skipped with a reason."""
+    def t(shape, lo=-1.0, hi=1.0):
+        return {"type": "mindspore.Tensor", "dtype": "Float32", "shape": shape, "Max": hi,
+                "Min": lo, "Mean": 0.0, "Norm": 1.0}
+
+    def i(v):
+        return {"type": "int", "value": v}
+
+    data = {
+        "Functional.reduce_mean.0.forward": {"input_args": [t([4, 8]), i(1)], "input_kwargs": {},
+                                             "output": [t([4])]},
+        "Tensor.expand_dims.0.forward": {"input_args": [t([4, 8]), i(0)], "input_kwargs": {},
+                                         "output": [t([1, 4, 8])]},
+        "Functional.dense.0.forward": {"input_args": [t([4, 8]), t([16, 8]), t([16])],
+                                       "input_kwargs": {}, "output": [t([4, 16])]},
+        "Functional.no_such_ms_op.0.forward": {"input_args": [t([4])], "input_kwargs": {},
+                                               "output": [t([4])]},
+    }
+    api_info = tmp_path / "dump.json"
+    api_info.write_text(json.dumps({"task": "statistics", "level": "L1", "framework": "mindspore",
+                                    "dump_data_dir": "", "data": data}))
+    acc(cli, "-api_info", api_info, "-o", tmp_path / "out")
+    r, _ = results(tmp_path / "out")
+    got = {row[0]: row for row in r[1:]}
+    for api in ("Functional.reduce_mean.0", "Tensor.expand_dims.0", "Functional.dense.0"):
+        assert got[api][1] == "pass", got[api]
+    assert got["Functional.no_such_ms_op.0"][1] == "SKIP"
+    assert "PyTorch equivalent" in got["Functional.no_such_ms_op.0"][3]

@@ -37,6 +37,12 @@ def skipped(message):
 def resolve(case, mindspore):
     """The Python callable (args, kwargs) -> output for an L1 API, or an aten call."""
     t, op = case.api_type, case.op
+    if mindspore or t.startswith("Mint"):
+        # The built-in MindSpore -> PyTorch API table that compare's -am uses (mindspore.mint
+        # mirrors torch; mindspore.ops and Tensor methods are renamed where they differ).
+        mapped = _C.builtin_pt_api(f"{t}.{op}")
+        if mapped:
+            t, _, op = mapped.partition(".")
     if t == "Aten":
         name, _, overload = op.partition(".")
         return lambda args, kwargs: _C.acc_call_aten(name, overload or "default", tuple(args),
