@@ -34,6 +34,9 @@ int run_python_front(int argc, char** argv) {
     const std::string path = old && *old ? dir + ":" + old : dir;
     setenv("PYTHONPATH", path.c_str(), 1);
   }
+  // multi-acc-check forks its workers after `import torch`: torch must find out whether CUDA is
+  // there through NVML, without initialising the CUDA driver in the parent (not fork-safe).
+  setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "1", /*overwrite=*/0);
   std::vector<std::string> args = {python, "-m", "numprobe.acc_check"};
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   std::vector<char*> cargs;

@@ -186,6 +186,12 @@ def _run_workers(cases, files, opts, a, mindspore):
     writes, in another order. Returns the workers' exit codes (0: all went through)."""
     import multiprocessing
     import traceback
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        # A forked child cannot use a CUDA context its parent created.
+        print("numprobe multi-acc-check: CUDA is already initialised in this process; running the "
+              "APIs in one worker", file=sys.stderr)
+        _run_cases(cases, files, opts, a, mindspore, False)
+        return [0]
     lock = multiprocessing.Lock()
     next_index = multiprocessing.RawValue("q", 0)
 
