@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "numprobe/compare.h"
 #include "numprobe/compare_match.h"
 #include "numprobe/compare_stats.h"
 #include "numprobe/dump.h"
@@ -241,6 +242,30 @@ TEST(CompareRows, NamesFollowMsprobeFlattening) {
       EXPECT_EQ((*it->second)[shape], s + "]") << r.name;
     }
   }
+}
+
+TEST(CompareMemory, EntryBodiesAreFreedButNamesAndHeaderStay) {
+  // compare_dumps frees each side's entry bodies once its rows exist (docs/compare.md, "Threads
+  // and memory"); what the reports read afterwards must still be there.
+  const std::string root = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics");
+  const CompareReport rep = compare_dumps(root + "/step0", root + "/step1", 1);
+  ASSERT_EQ(rep.pairs.size(), 1u);
+  const PairResult& p = rep.pairs[0];
+  for (const RankDump* d : {&p.target, &p.golden}) {
+    EXPECT_TRUE(d->dump.tensors.empty());
+    EXPECT_LT(d->dump.nodes.size(), 64u);  // the header only
+    EXPECT_EQ(d->dump.task(), "statistics");
+    EXPECT_EQ(d->dump.level(), "mix");
+    EXPECT_EQ(d->dump.entries.size(), 760u);
+    EXPECT_FALSE(d->dump.entry_name(759).empty());
+  }
+  // Rows still read their text (names, dtypes) after the bodies are gone.
+  EXPECT_EQ(p.target_rows.size(), p.golden_rows.size());
+  EXPECT_EQ(p.target_rows[0].name.substr(0, p.target_rows[0].suffix_at),
+            p.target.dump.entry_name(p.target_rows[0].entry));
+  EXPECT_EQ(p.target_rows[0].dtype, "torch.float32");
+  const std::string csv = render_compare_csv(p, true);
+  EXPECT_NE(csv.find(std::string(p.target_rows[0].name)), std::string::npos);
 }
 
 }  // namespace
