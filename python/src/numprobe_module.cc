@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "acc_check_bindings.h"
+#include "capture/torch/tensor_leaf.h"
 #include "capture/torch/torch_capture.h"
 #include "numprobe/error.h"
 #include "py_values.h"
@@ -384,6 +385,12 @@ PYBIND11_MODULE(_C, m) {
              d["tensor_files"] = s.tensor_files;
              d["tensor_bytes"] = s.tensor_bytes;
              d["queue_high_water"] = s.queue_high_water;
+             // Statistics passes over tensor memory, leaves served by the per-version cache,
+             // bytes the passes read (process-wide, all engines).
+             auto c = numprobe::capture::leaf_counters();
+             d["stats_computed"] = c.computed;
+             d["stats_cached"] = c.cached;
+             d["stats_bytes"] = c.bytes;
              return d;
            })
       .def(
