@@ -53,7 +53,7 @@ class BackwardEntryHook : public torch::autograd::FunctionPostHook {
     TorchCapture* cap = TorchCapture::active();
     if (!cap || !cap->dumping() || InternalGuard::inside()) return grad_inputs;
     QuietGuard quiet;
-    EntryRecord rec;
+    EntryRecord rec = cap->new_record();
     rec.name = name_;
     rec.begin_dict();
     // msprobe's backward entry: "input" = grads of the forward outputs, "output" = grads of the
