@@ -10,7 +10,8 @@ files are assembled by the writer thread meanwhile ("writer queue max" shows whe
 up: it blocks training only at 65,536 queued entries; "stats MB/step" is what the statistics
 passes read per captured step, "cached" the share of tensor leaves served by the per-version cache).
 Usage: /usr/bin/python3 bench/capture_bench.py [--quick] [--only=throughput,per-op,non-target]
-[--levels=L1,mix,L0,L2]
+[--levels=L1,mix,L0,L2] [--rounds=N] [--steps=N] (rounds, and steps per round and side, for
+every regime: more and shorter rounds cancel this VM's drift better)
 """
 import os
 import shutil
@@ -37,6 +38,8 @@ def _option(name, default):
 
 ONLY = _option("only", ["throughput", "per-op", "non-target"])
 LEVELS = _option("levels", ["L1", "mix", "L0", "L2"])
+ROUNDS = _option("rounds", None)
+STEPS = _option("steps", None)
 
 
 def transformer():
@@ -78,6 +81,8 @@ def measure(build, level, steps, target_step=True, rounds=3):
     """Median step time uncaptured and captured (interleaved rounds), and entries per step.
     The uncaptured step runs an identical model that never saw the debugger (its hooks would
     otherwise stay registered)."""
+    rounds = int(ROUNDS[0]) if ROUNDS else rounds
+    steps = int(STEPS[0]) if STEPS else steps
     base_model, base_x = build()
     base_step = make_step(base_model, base_x)
     model, x = build()

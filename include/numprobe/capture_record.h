@@ -120,6 +120,12 @@ class EntryRecord {
     return {tensors_.data(), tensors_.data() + n_tensors_};
   }
 
+  void reserve(size_t tokens, size_t tensors, size_t chars) {
+    tokens_.reserve(tokens);
+    tensors_.reserve(tensors);
+    strings_.reserve(chars);
+  }
+
   // Empties the record but keeps its buffers (records are recycled between entries so that
   // recording allocates nothing in steady state). Releases pending tensor bytes at once.
   void clear() {

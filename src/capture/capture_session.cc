@@ -149,10 +149,17 @@ int64_t CaptureSession::next_count(const std::string& key) {
 }
 
 EntryRecord CaptureSession::new_record() {
-  std::lock_guard<std::mutex> lk(pool_mu_);
-  if (free_records_.empty()) return EntryRecord();
-  EntryRecord r = std::move(free_records_.back());
-  free_records_.pop_back();
+  {
+    std::lock_guard<std::mutex> lk(pool_mu_);
+    if (!free_records_.empty()) {
+      EntryRecord r = std::move(free_records_.back());
+      free_records_.pop_back();
+      return r;
+    }
+  }
+  // Room for a typical API entry (a few tensors), so that it does not grow step by step.
+  EntryRecord r;
+  r.reserve(32, 4, 64);
   return r;
 }
 
