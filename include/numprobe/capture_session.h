@@ -137,7 +137,7 @@ class CaptureSession {
   bool writer_waiting_ = false;  // the writer sleeps on cv_work_
   bool flush_requested_ = false;
   bool async_finish_ = false;
-  std::string rank_dir_;  // cached while started (submit needs it per entry)
+  std::string rank_dir_;                        // cached while started (submit needs it per entry)
   std::shared_ptr<const std::string> job_dir_;  // rank_dir_, shared by the jobs of a step
   // Written jobs and emptied records, kept for reuse (bounded).
   std::mutex pool_mu_;

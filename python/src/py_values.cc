@@ -260,7 +260,8 @@ capture::CaptureSession::Frames current_python_stack() {
     int where = PyFrame_GetLineNumber(f);
 #endif
     key.v[static_cast<size_t>(2 * n_codes)] = reinterpret_cast<uintptr_t>(code);
-    key.v[static_cast<size_t>(2 * n_codes + 1)] = static_cast<uintptr_t>(static_cast<unsigned>(where));
+    key.v[static_cast<size_t>(2 * n_codes + 1)] =
+        static_cast<uintptr_t>(static_cast<unsigned>(where));
     codes[n_codes++] = code;
     key.n = n_codes;
     PyFrameObject* back = PyFrame_GetBack(f);

@@ -166,7 +166,8 @@ EntryRecord CaptureSession::new_record() {
 // Called with mu_ held.
 std::shared_ptr<const std::string> CaptureSession::job_dir() {
   if (rank_dir_.empty()) return std::make_shared<const std::string>(rank_dir());
-  if (!job_dir_ || *job_dir_ != rank_dir_) job_dir_ = std::make_shared<const std::string>(rank_dir_);
+  if (!job_dir_ || *job_dir_ != rank_dir_)
+    job_dir_ = std::make_shared<const std::string>(rank_dir_);
   return job_dir_;
 }
 

@@ -136,8 +136,8 @@ const TensorStats* cache_find(const CacheKey& k) {
   const uint64_t gen = g_generation.load(std::memory_order_relaxed);
   for (CachedStats& c : t_cache) {
     if (c.counter_key == k.counter && c.version == k.version && c.data == k.data &&
-        c.numel == k.numel && c.dtype == k.dtype && c.impl_key == k.impl &&
-        c.generation == gen && !c.storage.expired() && (!k.impl || !c.impl.expired()))
+        c.numel == k.numel && c.dtype == k.dtype && c.impl_key == k.impl && c.generation == gen &&
+        !c.storage.expired() && (!k.impl || !c.impl.expired()))
       return &c.stats;
   }
   return nullptr;
@@ -226,8 +226,7 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
   leaf.bool_stats = t.scalar_type() == c10::ScalarType::Bool;
   // Dense tensors (contiguous, or a permutation of that: transposes) are read in place on the
   // CPU. A lazily negated view (_neg_view) is not its memory: keyed as itself, resolved first.
-  const bool dense =
-      t.layout() == c10::kStrided && !t.is_neg() && t.is_non_overlapping_and_dense();
+  const bool dense = t.layout() == c10::kStrided && !t.is_neg() && t.is_non_overlapping_and_dense();
   CacheKey key;
   const bool use_cache = cache_key(t, dense, key);
   if (use_cache) {

@@ -44,12 +44,8 @@ CaptureConfig config_in(const std::string& dir) {
 
 // {"input_args": [tensor with Max = Min = v], "input_kwargs": {}, "output": [{"type": "int",
 // "value": 1}]}
-EntryRecord entry(const std::string& name, double v = 1.0) {
-  EntryRecord r;
-  r.name = name;
-  r.begin_dict();
-  r.key("input_args");
-  r.begin_list();
+// A float32 leaf of shape [1] holding v.
+void add_scalar_leaf(EntryRecord& r, double v) {
   numprobe::capture::TensorLeaf& t = r.tensor();
   t.dtype = "torch.float32";
   t.shape = {1};
@@ -57,6 +53,15 @@ EntryRecord entry(const std::string& name, double v = 1.0) {
   t.stats.count = 1;
   t.stats.max = t.stats.min = t.stats.sum = v;
   t.stats.sumsq = v * v;
+}
+
+EntryRecord entry(const std::string& name, double v = 1.0) {
+  EntryRecord r;
+  r.name = name;
+  r.begin_dict();
+  r.key("input_args");
+  r.begin_list();
+  add_scalar_leaf(r, v);
   r.end();
   r.key("input_kwargs");
   r.begin_dict();
@@ -153,13 +158,7 @@ TEST(CaptureSession, RecycledRecordsWriteOnlyTheirOwnEntry) {
     r.begin_dict();
     r.key("input_args");
     r.begin_list();
-    numprobe::capture::TensorLeaf& t = r.tensor();
-    t.dtype = "torch.float32";
-    t.shape = {1};
-    t.has_stats = true;
-    t.stats.count = 1;
-    t.stats.max = t.stats.min = t.stats.sum = i;
-    t.stats.sumsq = 1.0 * i * i;
+    add_scalar_leaf(r, i);
     if (i % 2 == 0) {
       numprobe::capture::TensorLeaf& u = r.tensor();
       u.dtype = "torch.int64";
