@@ -7,7 +7,11 @@ Regimes (statistics task, torch.set_num_threads(1), OpenBLAS):
 Each ratio is the median over rounds of (median captured step / median uncaptured step) of that
 round: rounds alternate the two, so slow drifts of this VM cancel. A captured step is start(model) + step + stop() + step(): the step's
 files are assembled by the writer thread meanwhile ("writer queue max" shows whether it keeps
-up: it blocks training only at 65,536 queued entries). Usage: /usr/bin/python3 bench/capture_bench.py [--quick]
+up: it blocks training only at 65,536 queued entries; "stats MB/step" is what the statistics
+passes read per captured step, "cached" the share of tensor leaves served by the per-version cache).
+Usage: /usr/bin/python3 bench/capture_bench.py [--quick] [--only=throughput,per-op,non-target]
+[--levels=L1,mix,L0,L2] [--rounds=N] [--steps=N] (rounds, and steps per round and side, for
+every regime: more and shorter rounds cancel this VM's drift better)
 """
 import os
 import shutil
@@ -23,6 +27,19 @@ import numprobe  # noqa: E402
 
 torch.set_num_threads(1)
 QUICK = "--quick" in sys.argv
+
+
+def _option(name, default):
+    for a in sys.argv[1:]:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1].split(",")
+    return default
+
+
+ONLY = _option("only", ["throughput", "per-op", "non-target"])
+LEVELS = _option("levels", ["L1", "mix", "L0", "L2"])
+ROUNDS = _option("rounds", None)
+STEPS = _option("steps", None)
 
 
 def transformer():
@@ -64,6 +81,8 @@ def measure(build, level, steps, target_step=True, rounds=3):
     """Median step time uncaptured and captured (interleaved rounds), and entries per step.
     The uncaptured step runs an identical model that never saw the debugger (its hooks would
     otherwise stay registered)."""
+    rounds = int(ROUNDS[0]) if ROUNDS else rounds
+    steps = int(STEPS[0]) if STEPS else steps
     base_model, base_x = build()
     base_step = make_step(base_model, base_x)
     model, x = build()
@@ -78,6 +97,7 @@ def measure(build, level, steps, target_step=True, rounds=3):
     if not target_step:
         dbg.set_init_step(1)  # every measured step is past the selected one
     ratios = []
+    before = dbg.stats()
 
     def captured():
         dbg.start(model)
@@ -94,26 +114,36 @@ def measure(build, level, steps, target_step=True, rounds=3):
     stats = dbg.stats()
     dbg.close()
     shutil.rmtree(root, ignore_errors=True)
-    per_step = stats["entries"] / (rounds * steps)
+    n = rounds * steps
+    per_step = stats["entries"] / n
+    computed = stats.get("stats_computed", 0) - before.get("stats_computed", 0)
+    cached = stats.get("stats_cached", 0) - before.get("stats_cached", 0)
+    mb = (stats.get("stats_bytes", 0) - before.get("stats_bytes", 0)) / n / 1e6
+    share = cached / (computed + cached) if computed + cached else 0.0
     return (statistics.median(base), statistics.median(cap), statistics.median(ratios), per_step,
-            stats["queue_high_water"])
+            stats["queue_high_water"], mb, share)
 
 
-def report(name, level, b, c, ratio, entries, queue):
+def report(name, level, b, c, ratio, entries, queue, mb, share):
     print(f"{name:11s} {level:4s} base {b * 1e3:8.2f} ms  captured {c * 1e3:8.2f} ms  "
-          f"ratio {ratio:5.2f}x  entries/step {entries:7.1f}  writer queue max {queue}", flush=True)
+          f"ratio {ratio:5.2f}x  entries/step {entries:7.1f}  writer queue max {queue}  "
+          f"stats MB/step {mb:6.1f}  cached {share * 100:3.0f}%", flush=True)
 
 
 def main():
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"{'quick' if QUICK else 'full'} run")
     n_big = 3 if QUICK else 4
-    for level in ("L1", "mix", "L0", "L2"):
-        report("throughput", level, *measure(transformer, level, n_big, rounds=2 if QUICK else 5))
+    if "throughput" in ONLY:
+        for level in [lv for lv in ("L1", "mix", "L0", "L2") if lv in LEVELS]:
+            report("throughput", level, *measure(transformer, level, n_big,
+                                                 rounds=2 if QUICK else 5))
     n_small = 10 if QUICK else 40
-    for level in ("L1", "mix", "L2"):
-        report("per-op", level, *measure(per_op, level, n_small))
-    report("non-target", "L1", *measure(per_op, "L1", n_small, target_step=False))
+    if "per-op" in ONLY:
+        for level in [lv for lv in ("L1", "mix", "L2") if lv in LEVELS]:
+            report("per-op", level, *measure(per_op, level, n_small))
+    if "non-target" in ONLY:
+        report("non-target", "L1", *measure(per_op, "L1", n_small, target_step=False))
 
 
 if __name__ == "__main__":

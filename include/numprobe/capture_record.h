@@ -6,6 +6,7 @@
 // computed; a leaf may also carry pending tensor bytes that the writer saves as .npy.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -88,16 +89,53 @@ class EntryRecord {
   void string(std::string_view s) { push_str(Op::kString, s); }
   // {"type": type, "value": ...}: call, then emit exactly one value token (or container).
   void typed(std::string_view type) { push_str(Op::kTyped, type); }
+  // A fresh leaf (default values). Leaves of a cleared record are reused, keeping their buffers.
   TensorLeaf& tensor() {
     Token t{Op::kTensor};
-    t.i = static_cast<int64_t>(tensors_.size());
+    t.i = static_cast<int64_t>(n_tensors_);
     tokens_.push_back(t);
+    if (n_tensors_ < tensors_.size()) {
+      TensorLeaf& leaf = tensors_[n_tensors_++];
+      reset_leaf(leaf);
+      return leaf;
+    }
+    ++n_tensors_;
     return tensors_.emplace_back();
   }
 
+  // The leaves of this record, in token order.
+  template <typename T>
+  struct Leaves {
+    T* b;
+    T* e;
+    T* begin() const { return b; }
+    T* end() const { return e; }
+    size_t size() const { return static_cast<size_t>(e - b); }
+    T& operator[](size_t i) const { return b[i]; }
+  };
+
   const std::vector<Token>& tokens() const { return tokens_; }
-  std::vector<TensorLeaf>& tensors() { return tensors_; }
-  const std::vector<TensorLeaf>& tensors() const { return tensors_; }
+  Leaves<TensorLeaf> tensors() { return {tensors_.data(), tensors_.data() + n_tensors_}; }
+  Leaves<const TensorLeaf> tensors() const {
+    return {tensors_.data(), tensors_.data() + n_tensors_};
+  }
+
+  void reserve(size_t tokens, size_t tensors, size_t chars) {
+    tokens_.reserve(tokens);
+    tensors_.reserve(tensors);
+    strings_.reserve(chars);
+  }
+
+  // Empties the record but keeps its buffers (records are recycled between entries so that
+  // recording allocates nothing in steady state). Releases pending tensor bytes at once.
+  void clear() {
+    name.clear();
+    overflow = false;
+    tokens_.clear();
+    strings_.clear();
+    for (size_t i = 0; i < n_tensors_; ++i) tensors_[i].pending = {};
+    n_tensors_ = 0;
+  }
   std::string_view str(const Token& t) const {
     return std::string_view(strings_).substr(t.i, t.len);
   }
@@ -112,8 +150,23 @@ class EntryRecord {
     strings_.append(s);
     tokens_.push_back(t);
   }
+  static void reset_leaf(TensorLeaf& leaf) {
+    leaf.type.assign("torch.Tensor");
+    leaf.dtype.clear();
+    leaf.shape.clear();
+    leaf.has_stats = false;
+    leaf.bool_stats = false;
+    leaf.stats = TensorStats();
+    leaf.requires_grad = false;
+    leaf.write_counts = true;
+    leaf.crc32.reset();
+    leaf.data_name.clear();
+    leaf.pending = {};
+  }
+
   std::vector<Token> tokens_;
-  std::vector<TensorLeaf> tensors_;
+  std::vector<TensorLeaf> tensors_;  // the first n_tensors_ are this record's
+  size_t n_tensors_ = 0;
   std::string strings_;
 };
 

@@ -78,6 +78,19 @@ class CaptureSession {
   // Per-step call counter for a key (API type or module name); returns the value before the
   // increment.
   int64_t next_count(const std::string& key);
+  // The counter of a key, for callers that count often: the slot stays valid for the session's
+  // lifetime (a new step sets it to 0); next_count(slot) increments it.
+  using CounterSlot = std::atomic<int64_t>*;
+  CounterSlot counter_slot(const std::string& key);
+  static int64_t next_count(CounterSlot slot) {
+    return slot->fetch_add(1, std::memory_order_relaxed);
+  }
+  // Distinguishes sessions (a cached slot belongs to the session with this id).
+  uint64_t id() const { return id_; }
+
+  // An empty record whose buffers come from an entry already written (recording then allocates
+  // nothing in steady state); a plain EntryRecord works as well.
+  EntryRecord new_record();
 
   // The rank directory of the current step, and its dump_tensor_data/ (created on demand).
   std::string rank_dir() const;
@@ -101,6 +114,8 @@ class CaptureSession {
   void writer_loop();
   void run_job(Job& job);
   void open_writer();
+  std::unique_ptr<Job> new_job();
+  std::shared_ptr<const std::string> job_dir();
   void finish_writer();
   std::string frame_text(const StackFrame& f);
 
@@ -110,7 +125,9 @@ class CaptureSession {
   bool started_ = false;
   std::atomic<bool> active_{false};
 
-  std::unordered_map<std::string, int64_t> counters_;
+  const uint64_t id_;
+  std::mutex counters_mu_;
+  std::unordered_map<std::string, std::atomic<int64_t>> counters_;  // never erased (slots)
 
   mutable std::mutex mu_;
   std::condition_variable cv_work_, cv_done_;
@@ -120,7 +137,12 @@ class CaptureSession {
   bool writer_waiting_ = false;  // the writer sleeps on cv_work_
   bool flush_requested_ = false;
   bool async_finish_ = false;
-  std::string rank_dir_;  // cached while started (submit needs it per entry)
+  std::string rank_dir_;                        // cached while started (submit needs it per entry)
+  std::shared_ptr<const std::string> job_dir_;  // rank_dir_, shared by the jobs of a step
+  // Written jobs and emptied records, kept for reuse (bounded).
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Job>> free_jobs_;
+  std::vector<EntryRecord> free_records_;
   bool stop_thread_ = false;
   std::string error_;
   SessionStats stats_;

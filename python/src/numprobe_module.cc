@@ -5,9 +5,11 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <charconv>
 #include <unordered_map>
 
 #include "acc_check_bindings.h"
+#include "capture/torch/tensor_leaf.h"
 #include "capture/torch/torch_capture.h"
 #include "numprobe/error.h"
 #include "py_values.h"
@@ -23,8 +25,30 @@ using numprobe::python::add_pyoutput;
 
 namespace {
 
-// func object -> msprobe API type ("Functional.gelu"). Keys hold a reference (see set_api_names).
-std::unordered_map<PyObject*, std::string> g_api_names;
+// One API type ("Functional.gelu") and its per-step call counter in the current session.
+struct ApiInfo {
+  std::string type;
+  uint64_t session = 0;  // CaptureSession::id() the slot belongs to
+  numprobe::capture::CaptureSession::CounterSlot slot = nullptr;
+
+  int64_t next_count(TorchCapture& cap) {
+    auto& s = cap.session();
+    if (session != s.id()) {
+      slot = s.counter_slot(type);
+      session = s.id();
+    }
+    return numprobe::capture::CaptureSession::next_count(slot);
+  }
+};
+
+// func object -> its API. Keys hold a reference (see set_api_names).
+std::unordered_map<PyObject*, ApiInfo> g_api_names;
+
+void append_int(std::string& s, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
 
 PyObject* call_through(PyObject* func, PyObject* args, PyObject* kwargs) {
   return PyObject_Call(func, args, kwargs);
@@ -56,24 +80,28 @@ struct ApiDepth {
   ~ApiDepth() { --t_in_api; }
 };
 
-// Runs func(*args, **kwargs) as the API `api_type`, dumping its forward entry and arming its
+// Runs func(*args, **kwargs) as the API `api`, dumping its forward entry and arming its
 // backward entry.
-PyObject* record_call(const std::string& api_type, PyObject* func, PyObject* args,
-                      PyObject* kwargs) {
+PyObject* record_call(ApiInfo& api, PyObject* func, PyObject* args, PyObject* kwargs) {
   TorchCapture* cap = TorchCapture::active();
   if (!cap || !cap->dumping() || InternalGuard::inside() || t_in_api > 0) {
     ApiDepth depth;
     return call_through(func, args, kwargs);
   }
-  std::string base = cap->next_api_name(api_type);
-  std::string fwd = base + ".forward";
+  const std::string& api_type = api.type;
+  // The name is built in the record's own (recycled) buffer: "<type>.<n>.forward".
+  EntryRecord rec = cap->new_record();
+  std::string& fwd = rec.name;
+  fwd.assign(api_type);
+  fwd += '.';
+  append_int(fwd, api.next_count(*cap));
+  const size_t base_len = fwd.size();
+  fwd.append(".forward");
   if (!cap->wants(fwd)) {
     ApiDepth depth;
     return call_through(func, args, kwargs);
   }
   auto parent = cap->current_parent();
-  EntryRecord rec;
-  rec.name = fwd;
   rec.begin_dict();
   if (cap->wants_inputs()) {
     InternalGuard guard;
@@ -116,7 +144,7 @@ PyObject* record_call(const std::string& api_type, PyObject* func, PyObject* arg
   if (cap->wants_direction(false)) {
     if (const at::Tensor* t = numprobe::python::first_grad_tensor(out))
       cap->attach_backward(
-          *t, base + ".backward",
+          *t, std::string(fwd, 0, base_len).append(".backward"),
           parent ? std::optional<std::string>(TorchCapture::backward_of(*parent)) : std::nullopt);
   }
   if (cap->wants_direction(true)) cap->submit(std::move(rec), true, parent);
@@ -149,18 +177,21 @@ PyMethodDef g_torch_function_def = {
 // runs in reverse order, so a per-module stack pairs each backward with its forward call.
 class ModuleRecorder {
  public:
-  explicit ModuleRecorder(std::string name) : name_(std::move(name)) {}
+  explicit ModuleRecorder(std::string name) : name_(std::move(name)), counter_{name_} {}
 
   py::object forward_pre(py::handle module, py::handle args) {
     TorchCapture* cap = TorchCapture::active();
     Pending p;
     p.active = cap && cap->dumping() && !InternalGuard::inside();
     if (p.active) {
-      p.fwd = name_ + ".forward." + std::to_string(cap->session().next_count(name_));
+      p.fwd.reserve(name_.size() + 12);
+      p.fwd.assign(name_).append(".forward.");
+      append_int(p.fwd, counter_.next_count(*cap));
       p.parent = cap->current_parent();
       p.wanted = cap->wants(p.fwd);
       if (p.wanted) {
         InternalGuard guard;
+        p.rec = cap->new_record();
         p.rec.name = p.fwd;
         p.rec.begin_dict();
         if (cap->wants_inputs()) {
@@ -222,7 +253,7 @@ class ModuleRecorder {
     backward_names_.pop_back();
     if (!cap || !cap->dumping() || !b.wanted || !cap->wants_direction(false)) return py::none();
     InternalGuard guard;
-    EntryRecord rec;
+    EntryRecord rec = cap->new_record();
     rec.name = b.name;
     rec.begin_dict();
     if (cap->wants_inputs()) {
@@ -260,6 +291,7 @@ class ModuleRecorder {
     bool wanted;
   };
   std::string name_;
+  ApiInfo counter_;  // the module's call counter
   std::vector<Pending> pending_;
   std::vector<Backward> backward_names_;
 };
@@ -384,6 +416,12 @@ PYBIND11_MODULE(_C, m) {
              d["tensor_files"] = s.tensor_files;
              d["tensor_bytes"] = s.tensor_bytes;
              d["queue_high_water"] = s.queue_high_water;
+             // Statistics passes over tensor memory, leaves served by the per-version cache,
+             // bytes the passes read (process-wide, all engines).
+             auto c = numprobe::capture::leaf_counters();
+             d["stats_computed"] = c.computed;
+             d["stats_cached"] = c.cached;
+             d["stats_bytes"] = c.bytes;
              return d;
            })
       .def(
@@ -395,7 +433,7 @@ PYBIND11_MODULE(_C, m) {
     for (auto item : names) {
       PyObject* f = item.first.ptr();
       Py_INCREF(f);
-      g_api_names.emplace(f, item.second.cast<std::string>());
+      g_api_names.emplace(f, ApiInfo{item.second.cast<std::string>()});
     }
   });
   m.def("allow_inplace_on_views", [](py::handle obj) { allow_inplace_on_views(obj); });
@@ -403,7 +441,8 @@ PYBIND11_MODULE(_C, m) {
       "call_api",
       [](const std::string& api_type, py::handle func, py::tuple args, py::object kwargs) {
         PyObject* kw = kwargs.is_none() || py::len(kwargs) == 0 ? nullptr : kwargs.ptr();
-        PyObject* out = record_call(api_type, func.ptr(), args.ptr(), kw);
+        ApiInfo api{api_type};
+        PyObject* out = record_call(api, func.ptr(), args.ptr(), kw);
         if (!out) throw py::error_already_set();
         return py::reinterpret_steal<py::object>(out);
       },

@@ -5,6 +5,7 @@
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -223,13 +224,32 @@ const at::Tensor* first_grad_tensor(PyObject* obj, int depth) {
 // on those frames but differ deeper share the first one's record (documented in docs/capture.md).
 constexpr int kKeyFrames = 8;
 
+namespace {
+// (code object, instruction) of up to kKeyFrames frames; a fixed-size key (no allocation).
+struct StackKey {
+  std::array<uintptr_t, 2 * kKeyFrames> v{};
+  int n = 0;
+  bool operator==(const StackKey& o) const { return n == o.n && v == o.v; }
+};
+struct StackKeyHash {
+  size_t operator()(const StackKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.n) * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 2 * k.n; ++i) {
+      h ^= static_cast<uint64_t>(k.v[static_cast<size_t>(i)]);
+      h *= 0xFF51AFD7ED558CCDull;
+      h ^= h >> 32;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+}  // namespace
+
 capture::CaptureSession::Frames current_python_stack() {
   if (!PyGILState_Check()) return nullptr;
-  static std::unordered_map<std::string, capture::CaptureSession::Frames> cache;
-  char key[kKeyFrames * (sizeof(void*) + sizeof(int))];
+  static std::unordered_map<StackKey, capture::CaptureSession::Frames, StackKeyHash> cache;
+  StackKey key;
   PyCodeObject* codes[kKeyFrames];
   int n_codes = 0;
-  size_t key_len = 0;
   PyFrameObject* f = PyEval_GetFrame();
   Py_XINCREF(f);
   for (int depth = 0; f && depth < kKeyFrames; ++depth) {
@@ -239,17 +259,17 @@ capture::CaptureSession::Frames current_python_stack() {
 #else
     int where = PyFrame_GetLineNumber(f);
 #endif
-    std::memcpy(key + key_len, &code, sizeof code);
-    std::memcpy(key + key_len + sizeof code, &where, sizeof where);
-    key_len += sizeof code + sizeof where;
+    key.v[static_cast<size_t>(2 * n_codes)] = reinterpret_cast<uintptr_t>(code);
+    key.v[static_cast<size_t>(2 * n_codes + 1)] =
+        static_cast<uintptr_t>(static_cast<unsigned>(where));
     codes[n_codes++] = code;
+    key.n = n_codes;
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
     f = back;
   }
   Py_XDECREF(f);
-  std::string k(key, key_len);
-  auto it = cache.find(k);
+  auto it = cache.find(key);
   if (it != cache.end()) {
     for (int i = 0; i < n_codes; ++i) Py_DECREF(codes[i]);
     return it->second;
@@ -278,7 +298,7 @@ capture::CaptureSession::Frames current_python_stack() {
     Py_DECREF(fr);
     fr = back;
   }
-  return cache.emplace(std::move(k), std::move(out)).first->second;
+  return cache.emplace(key, std::move(out)).first->second;
 }
 
 }  // namespace numprobe::python

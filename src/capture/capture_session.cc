@@ -23,6 +23,10 @@ constexpr size_t kMaxQueuedJobs = 1 << 16;
 // The writer is woken once this many jobs wait, or by its own timer: one wake-up per batch.
 constexpr size_t kWakeBatch = 128;
 constexpr auto kWriterPeriod = std::chrono::milliseconds(20);
+// Jobs and records kept for reuse: enough for the entries of a few writer periods.
+constexpr size_t kMaxPooled = 4096;
+
+std::atomic<uint64_t> g_next_session_id{1};
 
 void make_dirs(const std::string& path) {
   for (size_t pos = 1; pos <= path.size(); ++pos) {
@@ -57,10 +61,12 @@ struct CaptureSession::Job {
   bool has_parent = false;
   std::string name;
   std::optional<std::string> parent;
-  std::string dir;  // rank dir at submission (a step change must not redirect queued work)
+  // Rank dir at submission (a step change must not redirect queued work).
+  std::shared_ptr<const std::string> dir;
 };
 
-CaptureSession::CaptureSession(CaptureConfig cfg) : cfg_(std::move(cfg)) {
+CaptureSession::CaptureSession(CaptureConfig cfg)
+    : cfg_(std::move(cfg)), id_(g_next_session_id.fetch_add(1)) {
   cfg_.dump_path = absolute(cfg_.dump_path);
   thread_ = std::thread([this] { writer_loop(); });
 }
@@ -126,27 +132,67 @@ void CaptureSession::advance_step() {
   ++step_;
   rank_dir_.clear();
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    counters_.clear();
+    // Slots stay valid: counters restart at 0 instead of being erased.
+    std::lock_guard<std::mutex> lk(counters_mu_);
+    for (auto& [key, count] : counters_) count.store(0, std::memory_order_relaxed);
   }
   if (was_started) start();
 }
 
+CaptureSession::CounterSlot CaptureSession::counter_slot(const std::string& key) {
+  std::lock_guard<std::mutex> lk(counters_mu_);
+  return &counters_.try_emplace(key, 0).first->second;
+}
+
 int64_t CaptureSession::next_count(const std::string& key) {
-  std::lock_guard<std::mutex> lk(mu_);
-  return counters_[key]++;
+  return next_count(counter_slot(key));
+}
+
+EntryRecord CaptureSession::new_record() {
+  {
+    std::lock_guard<std::mutex> lk(pool_mu_);
+    if (!free_records_.empty()) {
+      EntryRecord r = std::move(free_records_.back());
+      free_records_.pop_back();
+      return r;
+    }
+  }
+  // Room for a typical API entry (a few tensors), so that it does not grow step by step.
+  EntryRecord r;
+  r.reserve(32, 4, 64);
+  return r;
+}
+
+// Called with mu_ held.
+std::shared_ptr<const std::string> CaptureSession::job_dir() {
+  if (rank_dir_.empty()) return std::make_shared<const std::string>(rank_dir());
+  if (!job_dir_ || *job_dir_ != rank_dir_)
+    job_dir_ = std::make_shared<const std::string>(rank_dir_);
+  return job_dir_;
+}
+
+std::unique_ptr<CaptureSession::Job> CaptureSession::new_job() {
+  {
+    std::lock_guard<std::mutex> lk(pool_mu_);
+    if (!free_jobs_.empty()) {
+      std::unique_ptr<Job> job = std::move(free_jobs_.back());
+      free_jobs_.pop_back();
+      return job;
+    }
+  }
+  return std::make_unique<Job>();
 }
 
 void CaptureSession::submit(EntryRecord&& rec, Frames frames, bool has_parent,
                             std::optional<std::string> parent) {
-  auto job = std::make_unique<Job>();
+  std::unique_ptr<Job> job = new_job();
   job->kind = Job::kEntry;
-  job->rec = std::move(rec);
+  std::swap(job->rec, rec);  // rec takes the job's old (empty) buffers back to the caller
   job->frames = std::move(frames);
   job->has_parent = has_parent;
   job->parent = std::move(parent);
-  job->dir = rank_dir();
   std::unique_lock<std::mutex> lk(mu_);
+  job->dir = job_dir();
   cv_done_.wait(lk, [&] { return queue_.size() < kMaxQueuedJobs; });
   queue_.push_back(std::move(job));
   ++submitted_;
@@ -159,15 +205,18 @@ void CaptureSession::submit(EntryRecord&& rec, Frames frames, bool has_parent,
 }
 
 void CaptureSession::add_construct(std::string name, std::optional<std::string> parent) {
-  auto job = std::make_unique<Job>();
+  std::unique_ptr<Job> job = new_job();
   job->kind = Job::kConstruct;
   job->name = std::move(name);
   job->parent = std::move(parent);
-  job->dir = rank_dir();
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
+  job->dir = job_dir();
   queue_.push_back(std::move(job));
   ++submitted_;
-  cv_work_.notify_one();
+  // As submit(): a wake-up per batch, not per module call.
+  const bool wake = writer_waiting_ && queue_.size() >= kWakeBatch;
+  lk.unlock();
+  if (wake) cv_work_.notify_one();
 }
 
 void CaptureSession::flush() {
@@ -185,7 +234,7 @@ void CaptureSession::finish_writer() {
     std::lock_guard<std::mutex> lk(mu_);
     if (submitted_ == finished_at_) return;  // nothing written since the last finish
   }
-  auto job = std::make_unique<Job>();
+  std::unique_ptr<Job> job = new_job();
   job->kind = Job::kFinish;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -238,13 +287,29 @@ void CaptureSession::writer_loop() {
           failed = true;
         }
       }
-      job.reset();  // releases tensor bytes before the producer is told
+      // Release tensor bytes and stacks before the producer is told; keep the buffers.
+      job->rec.clear();
+      job->frames.reset();
+      job->parent.reset();
+      job->name.clear();
+      job->dir.reset();
     }
+    const size_t done = batch.size();
     {
-      std::lock_guard<std::mutex> lk(mu_);
-      completed_ += batch.size();
+      std::lock_guard<std::mutex> lk(pool_mu_);
+      for (auto& job : batch) {
+        if (free_records_.size() < kMaxPooled && job->kind == Job::kEntry) {
+          free_records_.push_back(std::move(job->rec));
+          job->rec = EntryRecord();
+        }
+        if (free_jobs_.size() < kMaxPooled) free_jobs_.push_back(std::move(job));
+      }
     }
     batch.clear();
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      completed_ += done;
+    }
     cv_done_.notify_all();
   }
 }
@@ -308,10 +373,10 @@ void CaptureSession::run_job(Job& job) {
     rendered_stacks_.clear();
     return;
   }
-  if (!writer_ || writer_dir_ != job.dir) {
+  if (!writer_ || writer_dir_ != *job.dir) {
     if (writer_) writer_->finish();
     writer_.reset();
-    writer_dir_ = job.dir;
+    writer_dir_ = *job.dir;
     open_writer();
   }
   if (job.kind == Job::kConstruct) {

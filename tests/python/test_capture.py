@@ -265,6 +265,46 @@ def test_stats_follow_in_place_writes_of_large_tensors(tmp_path):
     assert data["Tensor.mul_.0.forward"]["output"][0]["Max"] == inputs[2]["Max"]
 
 
+def test_views_share_cached_stats_and_see_writes_through_each_other(tmp_path):
+    # Dense views of the same memory (a transpose) are summarised once, read in place; strided
+    # slices with gaps, lazily negated views and writes through any view are still right.
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    x = torch.rand(512, 256) - 0.25
+    dbg.start()
+    before = dbg.stats()
+    y = torch.relu(x)            # Torch.relu.0: output y
+    yt = y.t()                   # Tensor.t.0: input y (cached), output a transposed view
+    torch.neg(yt)                # Torch.neg.0: input the view (cached)
+    with torch.no_grad():
+        yt.mul_(3)               # Tensor.mul_.0: writes y through the view
+    torch.neg(y)                 # Torch.neg.1: must see the write
+    torch.neg(y[:, ::2])         # Torch.neg.2: a slice with gaps
+    torch.neg(torch._neg_view(y))  # Torch.neg.3 input: -y without a copy
+    after = dbg.stats()
+    dbg.stop()
+    dbg.close()
+    assert after["stats_cached"] - before["stats_cached"] >= 2
+    data = load(tmp_path / "d" / "step0" / "rank")["data"]
+
+    def leaf(name, side="input_args"):
+        return data[name][side][0]
+
+    def same_values(a, ref):
+        r = ref.double()
+        assert a["Max"] == r.max().item() and a["Min"] == r.min().item()
+        assert a["Mean"] == pytest.approx(r.mean().item(), rel=1e-12, abs=1e-15)
+        assert a["Norm"] == pytest.approx(r.norm().item(), rel=1e-12)
+
+    y0 = torch.relu(x)
+    same_values(leaf("Torch.relu.0.forward", "output"), y0)
+    same_values(leaf("Tensor.t.0.forward", "output"), y0)
+    same_values(leaf("Torch.neg.0.forward"), y0)
+    same_values(leaf("Torch.neg.1.forward"), 3 * y0)
+    same_values(leaf("Torch.neg.2.forward"), (3 * y0)[:, ::2])
+    same_values(leaf("Torch.neg.3.forward"), -3 * y0)
+    assert leaf("Torch.neg.3.forward")["shape"] == [512, 256]
+
+
 def test_thread_count_noise_is_not_a_divergence(tmp_path, cli):
     # Same model, seed and data; only torch's thread count differs, which reorders the
     # reductions inside the matmuls. The dumps differ in low bits; compare must name nothing.

@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <string>
 
 #include "numprobe/capture_record.h"
@@ -22,5 +23,17 @@ const char* torch_dtype_name(c10::ScalarType t);
 
 // Fills leaf from t (t defined). Runs with record-function and autograd disabled by the caller.
 void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& leaf);
+
+// Statistics computed before this call are not reused for tensors seen after it (a new step).
+void next_stats_generation();
+
+// Process-wide counters of statistics leaves: computed by a pass over memory, taken from the
+// per-version cache, and the bytes the passes read.
+struct LeafCounters {
+  uint64_t computed = 0;
+  uint64_t cached = 0;
+  uint64_t bytes = 0;
+};
+LeafCounters leaf_counters();
 
 }  // namespace numprobe::capture

@@ -53,7 +53,7 @@ class BackwardEntryHook : public torch::autograd::FunctionPostHook {
     TorchCapture* cap = TorchCapture::active();
     if (!cap || !cap->dumping() || InternalGuard::inside()) return grad_inputs;
     QuietGuard quiet;
-    EntryRecord rec;
+    EntryRecord rec = cap->new_record();
     rec.name = name_;
     rec.begin_dict();
     // msprobe's backward entry: "input" = grads of the forward outputs, "output" = grads of the
@@ -220,6 +220,7 @@ TorchCapture::~TorchCapture() {
 
 void TorchCapture::start(bool observe_aten) {
   session_.start();
+  next_stats_generation();
   const Level lv = config().level;
   const bool aten = lv == Level::kL2 || (observe_aten && lv != Level::kL0);
   if (aten && session_.active()) enable_observer();
@@ -234,6 +235,7 @@ void TorchCapture::step() {
   bool had_observer = observer_on_;
   disable_observer();
   session_.advance_step();
+  next_stats_generation();
   filter_.reset();
   overflow_left_ = config().overflow_nums;
   if (had_observer && session_.active()) enable_observer();

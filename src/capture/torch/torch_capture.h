@@ -74,6 +74,8 @@ class TorchCapture {
   std::optional<std::string> current_parent() const;
   static std::string backward_of(const std::string& forward_name);
 
+  // An empty record with recycled buffers (see CaptureSession::new_record).
+  EntryRecord new_record() { return session_.new_record(); }
   // Queues the entry (stack attached when with_stack and a provider is set).
   void submit(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent);
   void add_construct(const std::string& name, std::optional<std::string> parent);

@@ -75,8 +75,7 @@ numprobe::DumpFile parse_back(const EntryRecord& r, const std::string& body) {
 }
 
 // An API entry: tensor args, every scalar kind msprobe writes, nested lists and dicts.
-EntryRecord api_entry() {
-  EntryRecord r;
+void fill_api_entry(EntryRecord& r) {
   r.name = "Functional.conv2d.0.forward";
   r.begin_dict();
   r.key("input_args");
@@ -135,6 +134,11 @@ EntryRecord api_entry() {
   }
   r.end();
   r.end();
+}
+
+EntryRecord api_entry() {
+  EntryRecord r;
+  fill_api_entry(r);
   return r;
 }
 
@@ -479,6 +483,29 @@ TEST(CaptureRecord, SpecialTensorLeavesReadBack) {
   EXPECT_EQ(d.tensors[6].md5, numprobe::kNoString);
   EXPECT_EQ(d.str(d.tensors[7].md5), "deadbeef");
   EXPECT_EQ(d.str(d.tensors[7].data_name), "Tensor.add.0.forward.input.7.npy");
+}
+
+TEST(CaptureRecord, ClearedRecordIsReusedWithFreshLeaves) {
+  // Records are recycled between entries: a cleared record must render exactly like a new one,
+  // with no state of its earlier leaves (statistics, md5, file name, pending bytes) left over.
+  EntryRecord r = api_entry();
+  for (TensorLeaf& t : r.tensors()) {
+    t.crc32 = 7;
+    t.data_name = "old.npy";
+    t.bool_stats = true;
+    t.write_counts = false;
+    t.stats.nan_count = 3;
+    t.pending.owner = std::make_shared<int>(1);
+  }
+  std::weak_ptr<const void> bytes = r.tensors()[0].pending.owner;
+  r.clear();
+  EXPECT_TRUE(bytes.expired()) << "clear() must release pending tensor bytes";
+  EXPECT_TRUE(r.empty());
+  EXPECT_EQ(r.tensors().size(), 0u);
+  EXPECT_TRUE(r.name.empty());
+  fill_api_entry(r);
+  EXPECT_EQ(r.tensors().size(), 2u);
+  EXPECT_EQ(render_entry_record(r), kApiEntryText);
 }
 
 TEST(CaptureRecord, TensorKeyOrder) {

@@ -44,12 +44,8 @@ CaptureConfig config_in(const std::string& dir) {
 
 // {"input_args": [tensor with Max = Min = v], "input_kwargs": {}, "output": [{"type": "int",
 // "value": 1}]}
-EntryRecord entry(const std::string& name, double v = 1.0) {
-  EntryRecord r;
-  r.name = name;
-  r.begin_dict();
-  r.key("input_args");
-  r.begin_list();
+// A float32 leaf of shape [1] holding v.
+void add_scalar_leaf(EntryRecord& r, double v) {
   numprobe::capture::TensorLeaf& t = r.tensor();
   t.dtype = "torch.float32";
   t.shape = {1};
@@ -57,6 +53,15 @@ EntryRecord entry(const std::string& name, double v = 1.0) {
   t.stats.count = 1;
   t.stats.max = t.stats.min = t.stats.sum = v;
   t.stats.sumsq = v * v;
+}
+
+EntryRecord entry(const std::string& name, double v = 1.0) {
+  EntryRecord r;
+  r.name = name;
+  r.begin_dict();
+  r.key("input_args");
+  r.begin_list();
+  add_scalar_leaf(r, v);
   r.end();
   r.key("input_kwargs");
   r.begin_dict();
@@ -138,6 +143,66 @@ TEST(CaptureSession, WritesTheStepRankFiles) {
   EXPECT_EQ(s.stats().entries, 3u);
   EXPECT_EQ(s.stats().tensor_files, 0u);
   EXPECT_TRUE(s.writer_error().empty());
+}
+
+TEST(CaptureSession, RecycledRecordsWriteOnlyTheirOwnEntry) {
+  // new_record() hands out the buffers of entries already written: every entry built in one must
+  // come out exactly as the same entry built in a fresh record.
+  std::string dir = scratch_dir("capture_session_recycle");
+  CaptureSession s(config_in(dir));
+  s.start();
+  // Even entries have a second leaf with an md5 and a file name, odd ones do not: a reused leaf
+  // must not keep them.
+  auto fill = [](EntryRecord& r, int i) {
+    r.name = "Functional.relu." + std::to_string(i) + ".forward";
+    r.begin_dict();
+    r.key("input_args");
+    r.begin_list();
+    add_scalar_leaf(r, i);
+    if (i % 2 == 0) {
+      numprobe::capture::TensorLeaf& u = r.tensor();
+      u.dtype = "torch.int64";
+      u.shape = {2, 2};
+      u.crc32 = static_cast<uint32_t>(i);
+      u.data_name = "x" + std::to_string(i) + ".npy";
+    }
+    r.end();
+    r.end();
+  };
+  std::vector<std::string> expected;
+  Names names;
+  for (int i = 0; i < 300; ++i) {
+    EntryRecord fresh;
+    fill(fresh, i);
+    expected.push_back(numprobe::capture::render_entry_record(fresh));
+    names.push_back(fresh.name);
+    EntryRecord r = s.new_record();
+    fill(r, i);
+    s.submit(std::move(r));
+    if (i % 50 == 49) s.flush();  // written: their records go back to the pool
+  }
+  s.stop();
+  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/rank/dump.json");
+  ASSERT_EQ(entry_names(d), names);
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(numprobe::format::render_entry_body(d, i), expected[i]) << names[i];
+}
+
+TEST(CaptureSession, CounterSlotsRestartEachStep) {
+  std::string dir = scratch_dir("capture_session_slots");
+  CaptureSession s(config_in(dir));
+  s.start();
+  CaptureSession::CounterSlot slot = s.counter_slot("Functional.relu");
+  EXPECT_EQ(CaptureSession::next_count(slot), 0);
+  EXPECT_EQ(s.next_count("Functional.relu"), 1);
+  EXPECT_EQ(CaptureSession::next_count(slot), 2);
+  s.advance_step();
+  EXPECT_EQ(s.counter_slot("Functional.relu"), slot);
+  EXPECT_EQ(CaptureSession::next_count(slot), 0);
+  EXPECT_EQ(s.next_count("Functional.relu"), 1);
+  CaptureSession other(config_in(dir + "/other"));
+  EXPECT_NE(other.id(), s.id());
+  s.stop();
 }
 
 TEST(CaptureSession, HeaderFollowsTheConfig) {
