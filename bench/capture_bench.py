@@ -1,6 +1,6 @@
 """Capture overhead benchmark (issue 3): prints step-time ratios captured / uncaptured.
 
-Regimes (statistics task, torch.set_num_threads(1), OpenBLAS):
+Regimes (statistics task, torch.set_num_threads(1) and OPENBLAS_NUM_THREADS=1, OpenBLAS):
   throughput  nn.TransformerEncoderLayer(256, 8, 1024, batch_first) batch 32 seq 128, fwd+bwd+SGD
   per-op      100 x (Linear(16,16) + GELU), batch 4, fwd+bwd+SGD (host overhead per dumped op)
   non-target  the per-op model on steps outside config "step" (capture armed, nothing dumped)
@@ -21,6 +21,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+# One thread for real: torch.set_num_threads does not reach OpenBLAS's own pool, which otherwise
+# runs the uncaptured matmuls on both cores and competes with the capture's worker threads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 import numprobe  # noqa: E402
