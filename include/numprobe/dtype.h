@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace numprobe {
@@ -42,7 +43,13 @@ DType dtype_from_name(std::string_view name);
 // sign of zero is kept). E4M3FN has no infinities and only S.1111.111 is NaN (max 448); E5M2 is
 // IEEE-like (Inf, NaN, max 57344).
 float half_to_float(uint16_t bits);
-float bf16_to_float(uint16_t bits);
+// Inline: it is a shift, and callers decode millions of elements per call.
+inline float bf16_to_float(uint16_t bits) {
+  const uint32_t b = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
 float fp8_e4m3fn_to_float(uint8_t bits);
 float fp8_e5m2_to_float(uint8_t bits);
 // Round-to-nearest-even encoders (used by tests and by writers of synthetic data). Overflow gives

@@ -134,7 +134,6 @@ void judge(PairResult& p, RowResult& r) {
     return;
   }
   if (t.kind != RowKind::kTensor) return;
-  const StatisticsMetrics stats = statistics_metrics(t, g);
   if (t.shape != g.shape) {
     set(r, RowStatus::kError, "shape_mismatch", "Shape of NPU and bench tensor do not match.");
     return;
@@ -143,13 +142,15 @@ void judge(PairResult& p, RowResult& r) {
     case CompareMode::kMd5:
       if (t.md5 != g.md5) set(r, RowStatus::kError, "md5_different", "CRC-32 differs.");
       break;
-    case CompareMode::kStatistics:
+    case CompareMode::kStatistics: {
+      const StatisticsMetrics stats = statistics_metrics(t, g);
       if (stats.reason == "nan_inf_mismatch") {
         set(r, RowStatus::kError, "nan_inf_mismatch", "NaN/Inf statistics differ.");
       } else if (stats.warning) {
         set(r, RowStatus::kWarning, "stats_magnitude", "Need double check api accuracy.");
       }
       break;
+    }
     case CompareMode::kTensor:
       judge_tensor_data(p, r, t, g);
       break;
@@ -289,25 +290,24 @@ const char* row_status_name(RowStatus s) {
 
 void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threads) {
   p.mode = detect_mode(p.target.dump, p.golden.dump);
-  // Without mappings nothing reads the entry bodies after flattening: each side frees them as soon
-  // as its rows exist. The sides are flattened one after the other so that the two models and
-  // the two row sets never coexist: that bounds a large compare's peak memory.
-  const bool release_early = mappings == nullptr;
+  // Only the mapping plan reads entry bodies once rows exist. Without mappings each side frees
+  // them as soon as its rows exist, and the sides are flattened one after the other, so the two
+  // models and the two row sets never coexist: that bounds a large compare's peak memory.
   p.target_rows = flatten_rows(p.target.dump);
-  if (release_early) p.target.dump.release_values();
+  if (!mappings) p.target.dump.release_values();
   p.golden_rows = flatten_rows(p.golden.dump);
-  if (release_early) p.golden.dump.release_values();
+  if (!mappings) p.golden.dump.release_values();
   MappingPlan plan;
   if (mappings) {
     plan = plan_mappings(*mappings, p.target, p.golden, p.target_rows, p.golden_rows,
                          &p.generated_mappings);
+    p.target.dump.release_values();
+    p.golden.dump.release_values();
   }
   const MappingPlan* pl = plan.empty() ? nullptr : &plan;
   std::vector<RowPair> pairs =
       pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl),
                 p.target_rows, p.golden_rows, pl);
-  p.target.dump.release_values();
-  p.golden.dump.release_values();
   p.rows.clear();
   p.rows.resize(pairs.size());
   // Rows are judged independently (tensor mode reads two files per row): chunks run in parallel.

@@ -157,7 +157,8 @@ std::vector<LayerRule> parse_layer_mapping(std::string_view text, const std::str
     }
     for (const auto& [from, to] : rules.map) {
       const std::string& target = text_of(to, name, "the value of '" + from + "'");
-      if (from.front() == '.' || from.back() == '.' || from.find("..") != std::string::npos) {
+      if (from.empty() || from.front() == '.' || from.back() == '.' ||
+          from.find("..") != std::string::npos) {
         y::fail(name, to.line, "'" + from + "' is not a dotted scope path");
       }
       out.push_back({type == "Cell" ? "TopLayer" : type, from, target});

@@ -1,8 +1,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <vector>
 
 #include "compare/tensor_metrics_kernel.h"
 #include "numprobe/compare_tensor.h"
@@ -61,12 +59,7 @@ void decode_to_double(const void* data, size_t n, DType dtype, double* out) {
     case DType::kF16:
       return internal::decode_f16(static_cast<const uint16_t*>(data), n, out);
     case DType::kBF16:
-      return widen_with<uint16_t>(data, n, out, [](uint16_t v) {
-        const uint32_t bits = static_cast<uint32_t>(v) << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        return f;
-      });
+      return widen_with<uint16_t>(data, n, out, [](uint16_t v) { return bf16_to_float(v); });
     case DType::kF8E4M3FN:
       return widen_with<uint8_t>(data, n, out, fp8_e4m3fn_to_float);
     case DType::kF8E5M2:

@@ -189,10 +189,6 @@ float half_to_float(uint16_t bits) {
   return bits_float(sign | ((exp + 127 - 15) << 23) | (mant << 13));
 }
 
-float bf16_to_float(uint16_t bits) {
-  return bits_float(static_cast<uint32_t>(bits) << 16);
-}
-
 float fp8_e4m3fn_to_float(uint8_t bits) {
   const bool neg = (bits & 0x80) != 0;
   const uint32_t exp = (bits >> 3) & 0xFu;

@@ -1,7 +1,6 @@
 #include "numprobe/tensor_file.h"
 
 #include <cstring>
-#include <optional>
 
 #include "format/mapped_file.h"
 #include "numprobe/error.h"
@@ -10,32 +9,31 @@
 
 namespace numprobe {
 
+// One mapping of the file, whatever its kind; a copy only for a non-contiguous .pt view.
 struct TensorFile::Storage {
-  std::optional<NpyFile> npy;
-  std::optional<format::MappedFile> mapped;
-  std::vector<uint8_t> copy;  // a non-contiguous .pt view, gathered
+  explicit Storage(const std::string& path) : mapped(path) {}
+  format::MappedFile mapped;
+  std::vector<uint8_t> copy;
 };
 
-TensorFile::TensorFile() : storage_(std::make_unique<Storage>()) {}
+TensorFile::TensorFile() = default;
 TensorFile::TensorFile(TensorFile&&) noexcept = default;
 TensorFile& TensorFile::operator=(TensorFile&&) noexcept = default;
 TensorFile::~TensorFile() = default;
 
 TensorFile TensorFile::open(const std::string& path, DType declared) {
   TensorFile f;
-  auto& mapped = f.storage_->mapped.emplace(path);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(mapped.data());
-  const size_t size = mapped.size();
+  f.storage_ = std::make_unique<Storage>(path);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(f.storage_->mapped.data());
+  const size_t size = f.storage_->mapped.size();
   if (size >= 6 && memcmp(bytes, "\x93NUMPY", 6) == 0) {
-    f.storage_->mapped.reset();
-    const NpyFile& npy = f.storage_->npy.emplace(NpyFile::open(path));
-    const NpyHeader& h = npy.header();
+    const NpyHeader h = parse_npy_header(bytes, size, path);
     f.dtype_ = resolve_npy_dtype(h, declared);
     if (f.dtype_ == DType::kUnknown)
       throw InputError(path, "descr '" + h.descr + "' is not a known element type");
     f.shape_ = h.shape;
     f.count_ = h.element_count;
-    f.data_ = npy.data();
+    f.data_ = bytes + h.data_offset;
     return f;
   }
   if (size >= 4 && memcmp(bytes, "PK\x03\x04", 4) == 0) {

@@ -199,6 +199,9 @@ TEST(MappingFiles, WrongShapesNameFileAndLine) {
        "line 1: the rules of layer 'TopLayer' must be a map"},
       {[](const std::string& t) { parse_layer_mapping(t, "f.yaml"); }, "L:\n  a..b: c\n",
        "line 2: 'a..b' is not a dotted scope path"},
+      // Regression (found by mapping_yaml_fuzz): an empty key read front() of an empty string.
+      {[](const std::string& t) { parse_layer_mapping(t, "f.yaml"); }, "L:\n  \"\": c\n",
+       "line 2: '' is not a dotted scope path"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of([&] { c.parse(c.text); });
