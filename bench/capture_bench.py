@@ -5,13 +5,17 @@ Regimes (statistics task, torch.set_num_threads(1) and OPENBLAS_NUM_THREADS=1, O
   per-op      100 x (Linear(16,16) + GELU), batch 4, fwd+bwd+SGD (host overhead per dumped op)
   non-target  the per-op model on steps outside config "step" (capture armed, nothing dumped)
 Each ratio is the median over rounds of (median captured step / median uncaptured step) of that
-round: rounds alternate the two, so slow drifts of this VM cancel. A captured step is start(model) + step + stop() + step(): the step's
+round: rounds alternate the two, so slow drifts of this VM cancel. "cpu ratio" is the median over
+rounds of the process CPU time (every thread: training, statistics workers, writer) of a round's
+captured steps, the writer flushed, over that of its uncaptured steps: the work capture adds,
+which CPU steal and other tenants of a VM disturb far less than wall time. A captured step is start(model) + step + stop() + step(): the step's
 files are assembled by the writer thread meanwhile ("writer queue max" shows whether it keeps
 up: it blocks training only at 65,536 queued entries; "stats MB/step" is what the statistics
 passes read per captured step, "cached" the share of tensor leaves served by the per-version cache).
 Usage: /usr/bin/python3 bench/capture_bench.py [--quick] [--only=throughput,per-op,non-target]
-[--levels=L1,mix,L0,L2] [--rounds=N] [--steps=N] (rounds, and steps per round and side, for
-every regime: more and shorter rounds cancel this VM's drift better)
+[--levels=L1,mix,L0,L2] [--rounds=N] [--steps=N] [--device=cuda] (rounds, and steps per round and
+side, for every regime: more and shorter rounds cancel this VM's drift better; on CUDA a step
+ends with torch.cuda.synchronize(), so captured steps pay for any host-device waits they add)
 """
 import os
 import shutil
@@ -44,13 +48,14 @@ ONLY = _option("only", ["throughput", "per-op", "non-target"])
 LEVELS = _option("levels", ["L1", "mix", "L0", "L2"])
 ROUNDS = _option("rounds", None)
 STEPS = _option("steps", None)
+DEVICE = torch.device(_option("device", ["cpu"])[0])
 
 
 def transformer():
     torch.manual_seed(0)
     model = torch.nn.TransformerEncoderLayer(256, 8, 1024, batch_first=True)
     x = torch.randn(32, 128, 256)
-    return model, x
+    return model.to(DEVICE), x.to(DEVICE)
 
 
 def per_op():
@@ -58,7 +63,7 @@ def per_op():
     layers = []
     for _ in range(100):
         layers += [torch.nn.Linear(16, 16), torch.nn.GELU()]
-    return torch.nn.Sequential(*layers), torch.randn(4, 16)
+    return torch.nn.Sequential(*layers).to(DEVICE), torch.randn(4, 16, device=DEVICE)
 
 
 def make_step(model, x):
@@ -69,6 +74,8 @@ def make_step(model, x):
         loss = model(x).float().pow(2).mean()
         loss.backward()
         opt.step()
+        if DEVICE.type == "cuda":
+            torch.cuda.synchronize()
     return step
 
 
@@ -100,7 +107,7 @@ def measure(build, level, steps, target_step=True, rounds=3):
                                      step=[0] if not target_step else None)
     if not target_step:
         dbg.set_init_step(1)  # every measured step is past the selected one
-    ratios = []
+    ratios, cpu_ratios = [], []
     before = dbg.stats()
 
     def captured():
@@ -109,11 +116,16 @@ def measure(build, level, steps, target_step=True, rounds=3):
         dbg.stop()
         dbg.step()
     for _ in range(rounds):
+        c0 = time.process_time()
         b = timed(base_step, steps)
+        c1 = time.process_time()
         c = timed(captured, steps)
+        dbg.flush()  # the writer's work on these steps is counted in this round's CPU time
+        c2 = time.process_time()
         base += b
         cap += c
         ratios.append(statistics.median(c) / statistics.median(b))
+        cpu_ratios.append((c2 - c1) / max(c1 - c0, 1e-9))
     dbg.flush()  # the writer assembles steps in the background; count what it wrote
     stats = dbg.stats()
     dbg.close()
@@ -124,18 +136,19 @@ def measure(build, level, steps, target_step=True, rounds=3):
     cached = stats.get("stats_cached", 0) - before.get("stats_cached", 0)
     mb = (stats.get("stats_bytes", 0) - before.get("stats_bytes", 0)) / n / 1e6
     share = cached / (computed + cached) if computed + cached else 0.0
-    return (statistics.median(base), statistics.median(cap), statistics.median(ratios), per_step,
-            stats["queue_high_water"], mb, share)
+    return (statistics.median(base), statistics.median(cap), statistics.median(ratios),
+            statistics.median(cpu_ratios), per_step, stats["queue_high_water"], mb, share)
 
 
-def report(name, level, b, c, ratio, entries, queue, mb, share):
+def report(name, level, b, c, ratio, cpu_ratio, entries, queue, mb, share):
     print(f"{name:11s} {level:4s} base {b * 1e3:8.2f} ms  captured {c * 1e3:8.2f} ms  "
-          f"ratio {ratio:5.2f}x  entries/step {entries:7.1f}  writer queue max {queue}  "
-          f"stats MB/step {mb:6.1f}  cached {share * 100:3.0f}%", flush=True)
+          f"ratio {ratio:5.2f}x  cpu ratio {cpu_ratio:5.2f}x  entries/step {entries:7.1f}  "
+          f"writer queue max {queue}  stats MB/step {mb:6.1f}  cached {share * 100:3.0f}%",
+          flush=True)
 
 
 def main():
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
+    print(f"torch {torch.__version__}, device {DEVICE}, threads {torch.get_num_threads()}, "
           f"{'quick' if QUICK else 'full'} run")
     n_big = 3 if QUICK else 4
     if "throughput" in ONLY:

@@ -1,7 +1,22 @@
 # PyTorch capture: numprobe_capture_torch (C++ API + L2 observer), the Python module numprobe._C,
 # and the libtorch example. Torch headers are system includes (warnings as errors stay ours).
-find_package(Torch REQUIRED)
 find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+# A pip-installed torch (and pybind11) keep their CMake packages inside site-packages: ask the
+# interpreter the module is built for, so `-DPython3_EXECUTABLE=<venv>/bin/python` is enough.
+foreach(_np_query "import torch.utils; print(torch.utils.cmake_prefix_path)"
+                  "import pybind11; print(pybind11.get_cmake_dir())")
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "${_np_query}" OUTPUT_VARIABLE _np_dir
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _np_rc)
+  if(_np_rc EQUAL 0 AND IS_DIRECTORY "${_np_dir}")
+    list(APPEND CMAKE_PREFIX_PATH "${_np_dir}")
+  endif()
+endforeach()
+set(Python_EXECUTABLE ${Python3_EXECUTABLE})
+find_package(Torch REQUIRED)
+if(Python_FOUND)
+  # Torch 2.x finds FindPython's `Python` (interpreter only); pybind11 then builds modules with it.
+  find_package(Python REQUIRED COMPONENTS Interpreter Development.Module)
+endif()
 find_package(pybind11 CONFIG REQUIRED)
 message(STATUS "numprobe: torch ${Torch_VERSION}, python ${Python3_EXECUTABLE}")
 

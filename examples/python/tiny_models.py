@@ -25,7 +25,7 @@ class Block(nn.Module):
         k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
         v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
-        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), diagonal=1)
         att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
         x = x + self.proj(y)
@@ -43,7 +43,7 @@ class TinyGPT(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        x = self.tok(idx) + self.pos(torch.arange(t))
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         for blk in self.blocks:
             x = blk(x)
         return self.head(relu(self.ln(x)))

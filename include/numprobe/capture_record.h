@@ -26,6 +26,15 @@ struct PendingTensorData {
   DType dtype = DType::kUnknown;
 };
 
+// Statistics still being computed on a device (CUDA): the training thread only enqueued the work,
+// the writer thread waits for it and fills TensorLeaf::stats before rendering. Keeps the
+// training thread from waiting on the device once per dumped tensor.
+class DeferredStats {
+ public:
+  virtual ~DeferredStats() = default;
+  virtual TensorStats resolve() = 0;
+};
+
 struct TensorLeaf {
   std::string type = "torch.Tensor";
   std::string dtype;  // as the framework spells it: "torch.float32"
@@ -34,10 +43,17 @@ struct TensorLeaf {
   bool bool_stats = false;  // bool tensors: Max = any, Min = all, Mean/Norm null (msprobe)
   TensorStats stats;
   bool requires_grad = false;
-  bool write_counts = true;       // numprobe's nan/inf/zero counts (format addition v1)
-  std::optional<uint32_t> crc32;  // summary_mode md5
-  std::string data_name;          // task tensor: file name under dump_tensor_data/
-  PendingTensorData pending;      // task tensor: bytes to write as data_name
+  bool write_counts = true;                 // numprobe's nan/inf/zero counts (format addition v1)
+  std::optional<uint32_t> crc32;            // summary_mode md5
+  std::string data_name;                    // task tensor: file name under dump_tensor_data/
+  PendingTensorData pending;                // task tensor: bytes to write as data_name
+  std::shared_ptr<DeferredStats> deferred;  // set: `stats` is filled in by resolve_stats()
+
+  void resolve_stats() {
+    if (!deferred) return;
+    stats = deferred->resolve();
+    deferred.reset();
+  }
 };
 
 class EntryRecord {
@@ -162,6 +178,7 @@ class EntryRecord {
     leaf.crc32.reset();
     leaf.data_name.clear();
     leaf.pending = {};
+    leaf.deferred.reset();
   }
 
   std::vector<Token> tokens_;

@@ -21,8 +21,9 @@ NumprobeError = _C.NumprobeError
 
 
 class _ApiMode(TorchFunctionMode):
-    # A C function: torch calls it with (func, types, args, kwargs) and no Python frame runs.
-    __torch_function__ = staticmethod(_C.torch_function)
+    # A C function bound as a method (torch 2.x checks that the mode is its __self__): torch calls
+    # it with (func, types, args[, kwargs]) and no Python frame runs.
+    __torch_function__ = _C.torch_function_method
 
 
 class _DirectMode:

@@ -173,6 +173,22 @@ PyMethodDef g_torch_function_def = {
     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(&torch_function)), METH_FASTCALL,
     "numprobe's __torch_function__"};
 
+// The same as a method: (self, func, types, args, kwargs). torch 2.x requires a mode's
+// __torch_function__ to be bound to the mode (its __self__ is checked), so the mode class holds
+// this wrapped in an instancemethod: still no Python frame per call.
+PyObject* torch_function_method(PyObject* m, PyObject* const* a, Py_ssize_t n) {
+  if (n < 1) {
+    PyErr_SetString(PyExc_TypeError, "__torch_function__ needs self");
+    return nullptr;
+  }
+  return torch_function(m, a + 1, n - 1);
+}
+
+PyMethodDef g_torch_function_method_def = {
+    "__torch_function__",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(&torch_function_method)),
+    METH_FASTCALL, "numprobe's __torch_function__ (a method of its TorchFunctionMode)"};
+
 // Hooks of one nn.Module (L0 / mix). Forward calls of the same module nest and their backward
 // runs in reverse order, so a per-module stack pairs each backward with its forward call.
 class ModuleRecorder {
@@ -453,6 +469,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_own_package_dir", &numprobe::python::set_own_package_dir);
   m.attr("torch_function") =
       py::reinterpret_steal<py::object>(PyCFunction_NewEx(&g_torch_function_def, nullptr, nullptr));
+  m.attr("torch_function_method") = py::reinterpret_steal<py::object>(
+      PyInstanceMethod_New(py::reinterpret_steal<py::object>(
+                               PyCFunction_NewEx(&g_torch_function_method_def, nullptr, nullptr))
+                               .ptr()));
 
   m.def("save", [](const std::string& name, py::handle value) {
     TorchCapture* cap = TorchCapture::active();

@@ -386,6 +386,7 @@ void CaptureSession::run_job(Job& job) {
   }
   EntryRecord& rec = job.rec;
   for (TensorLeaf& t : rec.tensors()) {
+    t.resolve_stats();
     if (!t.pending.owner) continue;
     std::string dir = writer_dir_ + "/dump_tensor_data";
     make_dirs(dir);

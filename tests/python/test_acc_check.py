@@ -11,7 +11,7 @@ import time
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
+PY = sys.executable  # the interpreter running the tests, which has torch
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
 SCRIPT = ROOT / "tests" / "python" / "acc_check_dump_script.py"
 

@@ -58,7 +58,8 @@ def test_find_package_from_install_prefix(tmp_path):
        f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release")
     sh("cmake", "--build", tmp_path / "b")
     sh(tmp_path / "b" / "train_mlp", tmp_path / "d", "L1",
-       env={**os.environ, "LD_LIBRARY_PATH": str(prefix / "lib")})
+       env={**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(
+           filter(None, [str(prefix / "lib"), os.environ.get("LD_LIBRARY_PATH")]))})
     assert len(load(tmp_path / "d" / "step2" / "rank" / "dump.json")["data"]) > 10
 
 

@@ -10,6 +10,8 @@ Written by `numprobe acc-check --repro {name}`; needs only torch. Inputs are in 
 import torch
 
 DEVICE = "{device}"
+torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = {tf32}
+torch.backends.cudnn.deterministic = True
 UPCAST = {{torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float64}}
 saved = torch.load("{data}")
 api = {call}
@@ -69,5 +71,6 @@ def write_repro(case, opts, out_dir):
     script = os.path.join(out_dir, f"repro_{case.name}.py")
     with open(script, "w", encoding="utf-8") as f:
         f.write(_TEMPLATE.format(name=case.name, data=os.path.abspath(data), device=opts.device,
+                                 tf32=bool(torch.backends.cudnn.allow_tf32),
                                  call=_call_expression(case)))
     return script

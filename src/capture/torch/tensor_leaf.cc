@@ -2,10 +2,17 @@
 
 #include <ATen/Functions.h>
 #include <ATen/Parallel.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "numprobe/hash.h"
@@ -44,20 +51,117 @@ DType to_dtype(c10::ScalarType t) {
 
 // Statistics of a tensor that is not in CPU memory (or of a dtype our kernel lacks): ATen
 // reductions in float32 (float64 stays float64), one device->host copy of 4 numbers.
+// The reductions of compute_stats as ATen ops where the tensor lives (CUDA and other devices),
+// packed as eight doubles: max and min ignoring NaN, sum, sum of squares (float64 accumulation),
+// counts of NaN, +Inf, -Inf and zeros.
+at::Tensor device_reductions(const at::Tensor& t) {
+  const at::Tensor d = t.to(c10::ScalarType::Double);
+  const at::Tensor nan = d.isnan();
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto dbl = c10::ScalarType::Double;
+  return at::stack({at::where(nan, -inf, d).max(), at::where(nan, inf, d).min(), d.sum(),
+                    d.mul(d).sum(), nan.sum().to(dbl), d.isposinf().sum().to(dbl),
+                    d.isneginf().sum().to(dbl), d.eq(0).sum().to(dbl)});
+}
+
+TensorStats unpack_reductions(const double* v, uint64_t count) {
+  TensorStats s;
+  s.count = count;
+  s.nan_count = static_cast<uint64_t>(v[4]);
+  const bool all_nan = s.nan_count == s.count;  // compute_stats: NaN extrema then
+  s.max = all_nan ? std::nan("") : v[0];
+  s.min = all_nan ? std::nan("") : v[1];
+  s.sum = v[2];
+  s.sumsq = v[3];
+  s.pos_inf_count = static_cast<uint64_t>(v[5]);
+  s.neg_inf_count = static_cast<uint64_t>(v[6]);
+  s.zero_count = static_cast<uint64_t>(v[7]);
+  return s;
+}
+
 void device_stats(const at::Tensor& t, TensorLeaf& leaf) {
-  at::Tensor f = t.scalar_type() == c10::ScalarType::Double ? t : t.to(c10::ScalarType::Float);
-  at::Tensor packed = at::stack({f.max(), f.min(), f.mean(), f.norm()}).to(at::kCPU, at::kDouble);
-  const double* v = packed.data_ptr<double>();
-  leaf.stats.max = v[0];
-  leaf.stats.min = v[1];
-  leaf.stats.count = static_cast<uint64_t>(t.numel());
-  leaf.stats.sum = v[2] * static_cast<double>(leaf.stats.count);
-  leaf.stats.sumsq = v[3] * v[3];
-  if (!std::isfinite(v[0]) || !std::isfinite(v[1])) {
-    leaf.stats.nan_count = static_cast<uint64_t>(f.isnan().sum().item<int64_t>());
-    leaf.stats.pos_inf_count = static_cast<uint64_t>(f.isposinf().sum().item<int64_t>());
-    leaf.stats.neg_inf_count = static_cast<uint64_t>(f.isneginf().sum().item<int64_t>());
+  const at::Tensor packed = device_reductions(t).to(at::kCPU);
+  leaf.stats = unpack_reductions(packed.data_ptr<double>(), static_cast<uint64_t>(t.numel()));
+}
+
+// CUDA tensors of up to this many elements are copied to pinned host memory and summarised there
+// by compute_stats (one transfer enqueued per tensor, the host's exact definitions); larger ones
+// are reduced on the device and only the eight results come back.
+constexpr int64_t kHostCopyMaxElements = int64_t{1} << 16;
+
+// Work enqueued on the tensor's stream on the training thread; resolve() (writer thread) waits for
+// it through an event, so the training thread never waits for the device.
+class EnqueuedStats final : public DeferredStats {
+ public:
+  EnqueuedStats(at::Tensor host, bool packed, DType dtype, uint64_t count,
+                std::optional<c10::Event> done)
+      : host_(std::move(host)),
+        packed_(packed),
+        dtype_(dtype),
+        count_(count),
+        done_(std::move(done)) {}
+
+  // Leaves that share this (the per-version cache hands it out again) resolve it once; the
+  // training thread may resolve it too (overflow_check, NUMPROBE_SYNC_DEVICE_STATS).
+  TensorStats resolve() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (resolved_) return stats_;
+    if (done_) {
+      while (!done_->query()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    if (packed_) {
+      stats_ = unpack_reductions(host_.data_ptr<double>(), count_);
+    } else {
+      StatsOptions single;
+      single.threads = 1;
+      stats_ = compute_stats(host_.data_ptr(), count_, dtype_, single);
+    }
+    resolved_ = true;
+    host_ = at::Tensor();
+    done_.reset();
+    return stats_;
   }
+
+ private:
+  at::Tensor host_;
+  bool packed_;
+  DType dtype_;
+  uint64_t count_;
+  std::optional<c10::Event> done_;
+  std::mutex mu_;
+  bool resolved_ = false;
+  TensorStats stats_;
+};
+
+// NUMPROBE_SYNC_DEVICE_STATS=1: wait for device statistics on the training thread (debugging).
+// NUMPROBE_DEFER_CPU_STATS=1: route CPU tensors through the deferred path (tests of that path on
+// machines without a GPU; there the copies complete at once and no event is needed).
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && v[0] == '1';
+}
+
+std::shared_ptr<DeferredStats> enqueue_stats(const at::Tensor& t, DType dt) {
+  const bool cuda = t.is_cuda();
+  const at::TensorOptions host = at::TensorOptions().device(at::kCPU).pinned_memory(cuda);
+  at::Tensor out;
+  const bool packed = !(t.numel() <= kHostCopyMaxElements && dt != DType::kUnknown);
+  if (packed) {
+    const at::Tensor r = device_reductions(t);
+    out = at::empty({8}, host.dtype(c10::ScalarType::Double));
+    out.copy_(r, /*non_blocking=*/cuda);
+  } else {
+    out = at::empty(t.sizes(), host.dtype(t.scalar_type()));
+    out.copy_(t, /*non_blocking=*/cuda);
+  }
+  std::optional<c10::Event> done;
+  if (cuda) {
+    c10::impl::VirtualGuardImpl impl(t.device().type());
+    done.emplace(t.device().type());
+    done->record(impl.getStream(t.device()));
+  }
+  return std::make_shared<EnqueuedStats>(std::move(out), packed, dt,
+                                         static_cast<uint64_t>(t.numel()), std::move(done));
 }
 
 // Statistics of the last tensors seen on this thread. One tensor is typically dumped several times
@@ -89,6 +193,7 @@ struct CachedStats {
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   uint64_t generation = 0;
   TensorStats stats;
+  std::shared_ptr<DeferredStats> deferred;  // set: `stats` is not known yet
 };
 constexpr size_t kCacheSlots = 64;
 constexpr int64_t kCacheMinElements = int64_t{1} << 16;
@@ -132,18 +237,19 @@ bool cache_key(const at::Tensor& t, bool dense, CacheKey& k) {
   return true;
 }
 
-const TensorStats* cache_find(const CacheKey& k) {
+const CachedStats* cache_find(const CacheKey& k) {
   const uint64_t gen = g_generation.load(std::memory_order_relaxed);
   for (CachedStats& c : t_cache) {
     if (c.counter_key == k.counter && c.version == k.version && c.data == k.data &&
         c.numel == k.numel && c.dtype == k.dtype && c.impl_key == k.impl && c.generation == gen &&
         !c.storage.expired() && (!k.impl || !c.impl.expired()))
-      return &c.stats;
+      return &c;
   }
   return nullptr;
 }
 
-void cache_put(const at::Tensor& t, const CacheKey& k, const TensorStats& stats) {
+void cache_put(const at::Tensor& t, const CacheKey& k, const TensorStats& stats,
+               std::shared_ptr<DeferredStats> deferred = nullptr) {
   CachedStats& c = t_cache[t_cache_next++ % kCacheSlots];
   c.storage = t.storage().getWeakStorageImpl();
   c.impl = k.impl ? c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr())
@@ -157,6 +263,7 @@ void cache_put(const at::Tensor& t, const CacheKey& k, const TensorStats& stats)
   c.dtype = k.dtype;
   c.generation = g_generation.load(std::memory_order_relaxed);
   c.stats = stats;
+  c.deferred = std::move(deferred);
 }
 
 }  // namespace
@@ -230,14 +337,16 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
   CacheKey key;
   const bool use_cache = cache_key(t, dense, key);
   if (use_cache) {
-    if (const TensorStats* hit = cache_find(key)) {
-      leaf.stats = *hit;
+    if (const CachedStats* hit = cache_find(key)) {
+      leaf.stats = hit->stats;
+      leaf.deferred = hit->deferred;
       g_cached.fetch_add(1, std::memory_order_relaxed);
       return;
     }
   }
   g_computed.fetch_add(1, std::memory_order_relaxed);
-  if (on_cpu && dt != DType::kUnknown) {
+  static const bool defer_cpu = env_flag("NUMPROBE_DEFER_CPU_STATS");
+  if (on_cpu && dt != DType::kUnknown && !defer_cpu) {
     at::Tensor copy;
     if (!dense) copy = t.resolve_neg().contiguous();
     const void* data = dense ? t.data_ptr() : copy.data_ptr();
@@ -259,7 +368,17 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     leaf.has_stats = false;  // complex: msprobe's stats of abs() are not reproduced yet
     return;
   }
-  device_stats(t.detach(), leaf);
+  static const bool sync = env_flag("NUMPROBE_SYNC_DEVICE_STATS");
+  if (t.is_cuda() || (on_cpu && defer_cpu)) {
+    leaf.deferred = enqueue_stats(t.detach(), dt);
+    if (!sync) {  // the values arrive on the writer thread
+      if (use_cache) cache_put(t, key, leaf.stats, leaf.deferred);
+      return;
+    }
+    leaf.resolve_stats();
+  } else {
+    device_stats(t.detach(), leaf);
+  }
   if (use_cache) cache_put(t, key, leaf.stats);
 }
 

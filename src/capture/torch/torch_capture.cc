@@ -290,7 +290,8 @@ void TorchCapture::add_tensor(EntryRecord& rec, const at::Tensor& t, const std::
   if (save) req.save_as = file_stem + ".npy";
   TensorLeaf& leaf = rec.tensor();
   fill_tensor_leaf(t, req, leaf);
-  if (is_output && leaf.has_stats &&
+  if (is_output && cfg.task == Task::kOverflowCheck) leaf.resolve_stats();  // decided now
+  if (is_output && leaf.has_stats && !leaf.deferred &&
       (leaf.stats.nan_count || leaf.stats.pos_inf_count || leaf.stats.neg_inf_count))
     rec.overflow = true;
 }
