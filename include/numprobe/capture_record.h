@@ -190,5 +190,8 @@ class EntryRecord {
 // The entry body as msprobe writes it inside "data" (indent 1, depth 2). Throws numprobe::Error on
 // an unbalanced token stream (a capture bug, never user input).
 std::string render_entry_record(const EntryRecord& r);
+// The same into `out` (its content replaced, its capacity reused: the writer renders every entry
+// into one buffer).
+void render_entry_record(const EntryRecord& r, std::string& out);
 
 }  // namespace numprobe::capture

@@ -1,10 +1,10 @@
 #include "numprobe/capture_record.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "format/py_json_writer.h"
 #include "numprobe/error.h"
+#include "numprobe/hash.h"
 
 namespace numprobe::capture {
 namespace {
@@ -59,10 +59,8 @@ void render_tensor(const TensorLeaf& t, PyJsonWriter& w) {
   w.key("requires_grad");
   w.bool_value(t.requires_grad);
   if (t.crc32) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%08x", *t.crc32);
     w.key("md5");
-    w.string_value(buf);
+    w.string_value(crc32_hex(*t.crc32));
   }
   if (!t.data_name.empty()) {
     w.key("data_name");
@@ -86,11 +84,18 @@ void render_tensor(const TensorLeaf& t, PyJsonWriter& w) {
 
 std::string render_entry_record(const EntryRecord& r) {
   std::string out;
+  render_entry_record(r, out);
+  return out;
+}
+
+void render_entry_record(const EntryRecord& r, std::string& out) {
+  out.clear();
   PyJsonWriter w(out, 1, 2);
   // Open containers: '{' dict, '[' list, 't' a {"type", "value"} wrapper awaiting its value.
   // `keyed` is true when a dict has just received its key. Any stream that would make invalid
   // JSON throws (a capture bug, never user input).
-  std::vector<char> open;
+  thread_local std::vector<char> open;  // reused: no allocation per entry
+  open.clear();
   bool keyed = false;
   auto fail = [&](const char* what) { throw Error("capture record " + r.name + ": " + what); };
   auto before_value = [&] {
@@ -167,7 +172,6 @@ std::string render_entry_record(const EntryRecord& r) {
     after_value();
   }
   if (!open.empty()) fail("unclosed container");
-  return out;
 }
 
 }  // namespace numprobe::capture

@@ -400,7 +400,8 @@ void CaptureSession::run_job(Job& job) {
     }
     t.pending = {};
   }
-  writer_->add_entry(rec.name, render_entry_record(rec));
+  render_entry_record(rec, rendered_);
+  writer_->add_entry(rec.name, rendered_);
   if (job.frames && !job.frames->empty() && cfg_.extra_info) {
     auto it = rendered_stacks_.find(job.frames.get());
     if (it == rendered_stacks_.end()) {

@@ -3,8 +3,6 @@
 #include <xxhash.h>
 #include <zlib.h>
 
-#include <cstdio>
-
 namespace numprobe {
 
 uint32_t crc32(const void* data, size_t size, uint32_t seed) {
@@ -18,9 +16,10 @@ uint64_t xxh3_64(const void* data, size_t size) {
 }
 
 std::string crc32_hex(uint32_t crc) {
-  char buf[9];
-  std::snprintf(buf, sizeof(buf), "%08x", static_cast<unsigned>(crc));
-  return buf;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(8, '0');
+  for (int i = 7; i >= 0; --i, crc >>= 4) s[static_cast<size_t>(i)] = kHex[crc & 0xf];
+  return s;
 }
 
 }  // namespace numprobe

@@ -18,43 +18,52 @@ void append_py_float(std::string& out, double v) {
   }
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  // buf = [-]d[.ddd]e(+|-)XX : split into sign, digits and decimal exponent.
-  std::string_view s(buf, static_cast<size_t>(r.ptr - buf));
-  bool neg = s[0] == '-';
-  if (neg) s.remove_prefix(1);
-  size_t epos = s.find('e');
-  std::string digits;
-  for (char c : s.substr(0, epos)) {
-    if (c != '.') digits += c;
+  // buf = [-]d[.ddd]e(+|-)XX : split into sign, digits and decimal exponent. No allocation and
+  // no printf: the writer thread formats several floats per dumped tensor.
+  const char* p = buf;
+  const bool neg = *p == '-';
+  if (neg) ++p;
+  char digits[32];
+  int nd = 0;
+  for (; p < r.ptr && *p != 'e'; ++p) {
+    if (*p != '.') digits[nd++] = *p;
   }
   int exp10 = 0;
-  std::from_chars(s.data() + epos + 1 + (s[epos + 1] == '+' ? 1 : 0), s.data() + s.size(), exp10);
+  if (p < r.ptr) {
+    ++p;  // 'e'
+    if (*p == '+') ++p;
+    std::from_chars(p, r.ptr, exp10);
+  }
   if (neg) out += '-';
-  const int nd = static_cast<int>(digits.size());
+  const std::string_view all(digits, static_cast<size_t>(nd));
   if (exp10 >= -4 && exp10 < 16) {
     if (exp10 < 0) {
       out += "0.";
       out.append(static_cast<size_t>(-exp10 - 1), '0');
-      out += digits;
+      out += all;
     } else if (exp10 + 1 >= nd) {
-      out += digits;
+      out += all;
       out.append(static_cast<size_t>(exp10 + 1 - nd), '0');
       out += ".0";
     } else {
-      out.append(digits, 0, static_cast<size_t>(exp10 + 1));
+      out += all.substr(0, static_cast<size_t>(exp10 + 1));
       out += '.';
-      out.append(digits, static_cast<size_t>(exp10 + 1), std::string::npos);
+      out += all.substr(static_cast<size_t>(exp10 + 1));
     }
     return;
   }
   out += digits[0];
   if (nd > 1) {
     out += '.';
-    out.append(digits, 1, std::string::npos);
+    out += all.substr(1);
   }
-  char ebuf[16];
-  snprintf(ebuf, sizeof ebuf, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
-  out += ebuf;
+  // Python's repr: e, sign, at least two exponent digits.
+  const int e = exp10 < 0 ? -exp10 : exp10;
+  out += exp10 < 0 ? "e-" : "e+";
+  if (e < 10) out += '0';
+  char ebuf[8];
+  auto er = std::to_chars(ebuf, ebuf + sizeof ebuf, e);
+  out.append(ebuf, static_cast<size_t>(er.ptr - ebuf));
 }
 
 namespace {
