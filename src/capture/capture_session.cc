@@ -277,6 +277,9 @@ void CaptureSession::writer_loop() {
       failed = !error_.empty();
     }
     cv_done_.notify_all();  // a producer blocked on a full queue may go on
+    // The batch's records reach the journal in few writes (a crash loses what is queued anyway).
+    holding_writes_ = true;
+    if (writer_) writer_->hold_writes();
     for (auto& job : batch) {
       if (!failed) {
         try {
@@ -293,6 +296,15 @@ void CaptureSession::writer_loop() {
       job->parent.reset();
       job->name.clear();
       job->dir.reset();
+    }
+    holding_writes_ = false;
+    if (writer_ && !failed) {
+      try {
+        writer_->write_held();
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lk(mu_);
+        error_ = e.what();
+      }
     }
     const size_t done = batch.size();
     {
@@ -325,6 +337,7 @@ void CaptureSession::open_writer() {
   if (!file_exists(json)) {
     make_dirs(writer_dir_);
     writer_ = std::make_unique<DumpWriter>(writer_dir_, h);
+    if (holding_writes_) writer_->hold_writes();
     return;
   }
   DumpFile old = read_dump_json(json);
@@ -335,6 +348,7 @@ void CaptureSession::open_writer() {
   if (file_exists(writer_dir_ + "/construct.json"))
     constructs = read_construct_json(writer_dir_ + "/construct.json");
   writer_ = std::make_unique<DumpWriter>(writer_dir_, old);
+  if (holding_writes_) writer_->hold_writes();
   for (size_t i = 0; i < old.entries.size(); ++i) writer_->add_entry(old, i);
   for (size_t g = 0; g < stacks.group_names.size(); ++g) {
     std::vector<std::string> frames;

@@ -79,8 +79,18 @@ void DumpWriter::append_header(const std::vector<std::string_view>& fields) {
   }
 }
 
+namespace {
+constexpr size_t kHeldBytes = size_t{64} << 10;
+}  // namespace
+
 DumpWriter::~DumpWriter() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    try {
+      write_buffer();
+    } catch (const Error&) {  // a crash-like close: what cannot be written is lost
+    }
+    ::close(fd_);
+  }
 }
 
 void DumpWriter::open_journal() {
@@ -109,7 +119,24 @@ void DumpWriter::open_journal() {
 void DumpWriter::append(char type, const std::vector<std::string_view>& fields) {
   if (finished_) throw Error(dir_ + ": record added after finish()");
   format::encode_record(buf_, type, fields);
-  // One write per record: a record is either fully in the file or (torn) detected by its CRC.
+  if (holding_ && buf_.size() < kHeldBytes) return;
+  write_buffer();
+}
+
+void DumpWriter::hold_writes() {
+  holding_ = true;
+  // Below glibc's mmap threshold (128 KiB): the buffer never moves to fresh, page-faulting pages.
+  buf_.reserve(kHeldBytes + kHeldBytes / 2);
+}
+
+void DumpWriter::write_held() {
+  holding_ = false;
+  write_buffer();
+}
+
+void DumpWriter::write_buffer() {
+  if (buf_.empty() || fd_ < 0) return;
+  // Whole records per write: a record is either fully in the file or (torn) detected by its CRC.
   size_t off = 0;
   while (off < buf_.size()) {
     ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
@@ -154,6 +181,7 @@ void DumpWriter::add_construct(const ConstructTable& table, const ConstructEdge&
 
 void DumpWriter::finish() {
   if (finished_) return;
+  write_held();
   finished_ = true;
   ::close(fd_);
   fd_ = -1;
