@@ -150,8 +150,7 @@ class CaptureSession {
 
   // Writer-thread state (also touched by the driving thread only while the queue is drained).
   std::unique_ptr<DumpWriter> writer_;
-  bool holding_writes_ = false;  // writer thread: a batch of jobs is being written
-  std::string rendered_;         // writer thread: the entry being written
+  std::string rendered_;  // writer thread: the entry being written
   std::string writer_dir_;
   std::unordered_map<std::string, std::vector<std::string>> source_lines_;
   std::unordered_map<const void*, std::pair<Frames, std::vector<std::string>>> rendered_stacks_;

@@ -277,8 +277,8 @@ void CaptureSession::writer_loop() {
       failed = !error_.empty();
     }
     cv_done_.notify_all();  // a producer blocked on a full queue may go on
-    // The batch's records reach the journal in few writes (a crash loses what is queued anyway).
-    holding_writes_ = true;
+    // The batch's records reach the journal in few writes (a crash loses what is queued anyway);
+    // a writer that open_writer() makes during the batch holds its records too.
     if (writer_) writer_->hold_writes();
     for (auto& job : batch) {
       if (!failed) {
@@ -297,7 +297,6 @@ void CaptureSession::writer_loop() {
       job->name.clear();
       job->dir.reset();
     }
-    holding_writes_ = false;
     if (writer_ && !failed) {
       try {
         writer_->write_held();
@@ -337,7 +336,7 @@ void CaptureSession::open_writer() {
   if (!file_exists(json)) {
     make_dirs(writer_dir_);
     writer_ = std::make_unique<DumpWriter>(writer_dir_, h);
-    if (holding_writes_) writer_->hold_writes();
+    writer_->hold_writes();  // open_writer() runs inside a writer batch
     return;
   }
   DumpFile old = read_dump_json(json);
@@ -348,7 +347,7 @@ void CaptureSession::open_writer() {
   if (file_exists(writer_dir_ + "/construct.json"))
     constructs = read_construct_json(writer_dir_ + "/construct.json");
   writer_ = std::make_unique<DumpWriter>(writer_dir_, old);
-  if (holding_writes_) writer_->hold_writes();
+  writer_->hold_writes();
   for (size_t i = 0; i < old.entries.size(); ++i) writer_->add_entry(old, i);
   for (size_t g = 0; g < stacks.group_names.size(); ++g) {
     std::vector<std::string> frames;

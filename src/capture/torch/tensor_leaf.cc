@@ -49,8 +49,6 @@ DType to_dtype(c10::ScalarType t) {
   }
 }
 
-// Statistics of a tensor that is not in CPU memory (or of a dtype our kernel lacks): ATen
-// reductions in float32 (float64 stays float64), one device->host copy of 4 numbers.
 // The reductions of compute_stats as ATen ops where the tensor lives (CUDA and other devices),
 // packed as eight doubles: max and min ignoring NaN, sum, sum of squares (float64 accumulation),
 // counts of NaN, +Inf, -Inf and zeros.
