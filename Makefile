@@ -66,11 +66,11 @@ test-fuzz: setup
 	bash scripts/run_fuzzers.sh build-fuzz $(FUZZ_RUNS)
 
 check-format:
-	@files=$$(git ls-files '*.cc' '*.h'); \
+	@files=$$(git ls-files '*.cc' '*.h' '*.cu'); \
 	  clang-format --dry-run --Werror $$files && echo "clang-format: clean"
 
 format:
-	clang-format -i $$(git ls-files '*.cc' '*.h')
+	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu')
 
 bench: build
 	build/bin/bench_stats

@@ -13,10 +13,12 @@ files are assembled by the writer thread meanwhile ("writer queue max" shows whe
 up: it blocks training only at 65,536 queued entries; "stats MB/step" is what the statistics
 passes read per captured step, "cached" the share of tensor leaves served by the per-version cache).
 Usage: /usr/bin/python3 bench/capture_bench.py [--quick] [--only=throughput,per-op,non-target]
-[--levels=L1,mix,L0,L2] [--rounds=N] [--steps=N] [--device=cuda] (rounds, and steps per round and
+[--levels=L1,mix,L0,L2] [--rounds=N] [--steps=N] [--device=cuda] [--task=tensor] [--async]
+(--async: config async_dump, which on CUDA enqueues the copies of saved tensors; rounds, and steps per round and
 side, for every regime: more and shorter rounds cancel this VM's drift better; on CUDA a step
 ends with torch.cuda.synchronize(), so captured steps pay for any host-device waits they add)
 """
+import json
 import os
 import shutil
 import statistics
@@ -49,6 +51,8 @@ LEVELS = _option("levels", ["L1", "mix", "L0", "L2"])
 ROUNDS = _option("rounds", None)
 STEPS = _option("steps", None)
 DEVICE = torch.device(_option("device", ["cpu"])[0])
+TASK = _option("task", ["statistics"])[0]
+ASYNC = "--async" in sys.argv
 
 
 def transformer():
@@ -103,7 +107,10 @@ def measure(build, level, steps, target_step=True, rounds=3):
         base_step()
     root = tempfile.mkdtemp(prefix="np_bench_")
     base, cap = [], []
-    dbg = numprobe.PrecisionDebugger(dump_path=root, level=level, task="statistics",
+    cfg = os.path.join(root, "config.json")
+    with open(cfg, "w") as f:
+        json.dump({"task": TASK, "async_dump": ASYNC}, f)
+    dbg = numprobe.PrecisionDebugger(config_path=cfg, dump_path=root, level=level,
                                      step=[0] if not target_step else None)
     if not target_step:
         dbg.set_init_step(1)  # every measured step is past the selected one
@@ -149,7 +156,7 @@ def report(name, level, b, c, ratio, cpu_ratio, entries, queue, mb, share):
 
 def main():
     print(f"torch {torch.__version__}, device {DEVICE}, threads {torch.get_num_threads()}, "
-          f"{'quick' if QUICK else 'full'} run")
+          f"task {TASK}{' async_dump' if ASYNC else ''}, {'quick' if QUICK else 'full'} run")
     n_big = 3 if QUICK else 4
     if "throughput" in ONLY:
         for level in [lv for lv in ("L1", "mix", "L0", "L2") if lv in LEVELS]:

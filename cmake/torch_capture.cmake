@@ -34,6 +34,59 @@ target_include_directories(numprobe_capture_torch_obj PRIVATE ${CMAKE_SOURCE_DIR
 target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_torch_deps)
 target_compile_options(numprobe_capture_torch_obj PRIVATE ${NUMPROBE_WARNINGS})
 
+# The fused CUDA statistics kernel, where torch was built with CUDA and nvcc is found. It is compiled
+# without torch (plain pointers and a stream in; see cuda/device_stats_kernel.h); without it CUDA
+# tensors are reduced by ATen ops.
+option(NUMPROBE_WITH_CUDA "Build the fused CUDA statistics kernel (needs nvcc and a CUDA torch)" ON)
+set(NUMPROBE_CUDA_KERNEL OFF)
+if(NUMPROBE_WITH_CUDA AND TORCH_CUDA_LIBRARIES AND CMAKE_VERSION VERSION_LESS 3.23)
+  message(STATUS "numprobe: the fused CUDA statistics kernel needs CMake 3.23 (ATen reductions instead)")
+elseif(NUMPROBE_WITH_CUDA AND TORCH_CUDA_LIBRARIES)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    # auto: the architectures torch itself was built for (asking needs no GPU) that CMake knows
+    # this nvcc to target, as real ones, plus PTX of the newest; all-major where torch does not say. (Not
+    # CMAKE_CUDA_ARCHITECTURES: enable_language caches nvcc's default there.)
+    set(NUMPROBE_CUDA_ARCHITECTURES auto CACHE STRING
+        "CUDA architectures of the statistics kernel (auto: torch's)")
+    set(_np_archs all-major)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c
+      "import torch; print(';'.join(a[3:] for a in torch._C._cuda_getArchFlags().split() if a.startswith('sm_')))"
+      OUTPUT_VARIABLE _np_torch_archs OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _np_rc)
+    # CMAKE_CUDA_ARCHITECTURES_ALL reads like "75-real;...;121": compare the numbers.
+    list(TRANSFORM CMAKE_CUDA_ARCHITECTURES_ALL REPLACE "-.*$" "" OUTPUT_VARIABLE _np_nvcc_archs)
+    if(_np_rc EQUAL 0 AND _np_torch_archs AND _np_nvcc_archs)
+      set(_np_real)
+      foreach(_np_a IN LISTS _np_torch_archs)
+        if(_np_a IN_LIST _np_nvcc_archs)
+          list(APPEND _np_real ${_np_a}-real)
+          set(_np_newest ${_np_a})
+        endif()
+      endforeach()
+      if(_np_real)
+        set(_np_archs ${_np_real} ${_np_newest}-virtual)
+      endif()
+    endif()
+    if(NOT NUMPROBE_CUDA_ARCHITECTURES STREQUAL "auto")
+      set(_np_archs ${NUMPROBE_CUDA_ARCHITECTURES})
+    endif()
+    find_package(CUDAToolkit REQUIRED)
+    add_library(numprobe_cuda_stats STATIC ${CMAKE_SOURCE_DIR}/src/capture/torch/cuda/device_stats_kernel.cu
+                                           ${CMAKE_SOURCE_DIR}/src/capture/torch/cuda/pinned_staging.cc)
+    target_compile_options(numprobe_cuda_stats PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${NUMPROBE_WARNINGS}>")
+    target_include_directories(numprobe_cuda_stats PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
+    set_target_properties(numprobe_cuda_stats PROPERTIES CUDA_STANDARD 17 POSITION_INDEPENDENT_CODE ON
+                                                         CUDA_ARCHITECTURES "${_np_archs}")
+    target_link_libraries(numprobe_cuda_stats PUBLIC CUDA::cudart)
+    target_compile_definitions(numprobe_capture_torch_obj PRIVATE NUMPROBE_CUDA_STATS_KERNEL)
+    target_link_libraries(numprobe_capture_torch_obj PRIVATE CUDA::cudart)
+    set(NUMPROBE_CUDA_KERNEL ON)
+  endif()
+endif()
+message(STATUS "numprobe: fused CUDA statistics kernel ${NUMPROBE_CUDA_KERNEL} ${_np_archs}")
+
 add_library(numprobe_capture_torch STATIC $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
 target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_torch_deps)
 
@@ -43,6 +96,10 @@ target_include_directories(numprobe_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_S
 target_link_libraries(numprobe_shared PRIVATE numprobe_capture_core numprobe_format numprobe_core
                                       PUBLIC numprobe_torch_deps)
 add_library(numprobe::numprobe ALIAS numprobe_shared)
+if(NUMPROBE_CUDA_KERNEL)
+  target_link_libraries(numprobe_capture_torch PRIVATE numprobe_cuda_stats)
+  target_link_libraries(numprobe_shared PRIVATE numprobe_cuda_stats)
+endif()
 
 include(GNUInstallDirs)
 install(TARGETS numprobe_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

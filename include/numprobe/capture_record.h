@@ -19,11 +19,28 @@
 
 namespace numprobe::capture {
 
+// Bytes still on their way from a device (async_dump): the copy was only enqueued on the
+// training thread; the writer thread waits for it.
+class ArrivingBytes {
+ public:
+  virtual ~ArrivingBytes() = default;
+  virtual const void* wait() = 0;  // the host bytes, once they are all there
+};
+
 // Bytes of a tensor to save, kept alive by `owner` until the writer has written them.
 struct PendingTensorData {
   std::shared_ptr<const void> owner;
-  const void* data = nullptr;
+  const void* data = nullptr;  // null while `arriving` is set
   DType dtype = DType::kUnknown;
+  std::shared_ptr<ArrivingBytes> arriving;
+
+  const void* bytes() {
+    if (arriving) {
+      data = arriving->wait();
+      arriving.reset();
+    }
+    return data;
+  }
 };
 
 // Statistics still being computed on a device (CUDA): the training thread only enqueued the work,

@@ -453,6 +453,8 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("allow_inplace_on_views", [](py::handle obj) { allow_inplace_on_views(obj); });
+  m.def("cuda_stats_kernel", &numprobe::capture::cuda_stats_kernel_built,
+        "True when CUDA tensors are summarised by numprobe's fused kernel (built with nvcc).");
   m.def(
       "call_api",
       [](const std::string& api_type, py::handle func, py::tuple args, py::object kwargs) {

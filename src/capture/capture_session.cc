@@ -403,7 +403,7 @@ void CaptureSession::run_job(Job& job) {
     if (!t.pending.owner) continue;
     std::string dir = writer_dir_ + "/dump_tensor_data";
     make_dirs(dir);
-    write_npy(dir + "/" + t.data_name, t.pending.data, t.pending.dtype, t.shape);
+    write_npy(dir + "/" + t.data_name, t.pending.bytes(), t.pending.dtype, t.shape);
     size_t bytes = dtype_size(t.pending.dtype);
     for (int64_t d : t.shape) bytes *= static_cast<size_t>(d);
     {

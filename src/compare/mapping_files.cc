@@ -156,7 +156,7 @@ std::vector<LayerRule> parse_layer_mapping(std::string_view text, const std::str
                   kind_name(rules));
     }
     for (const auto& [from, to] : rules.map) {
-      const std::string& target = text_of(to, name, "the value of '" + from + "'");
+      const std::string target = text_of(to, name, "the value of '" + from + "'");
       if (from.empty() || from.front() == '.' || from.back() == '.' ||
           from.find("..") != std::string::npos) {
         y::fail(name, to.line, "'" + from + "' is not a dotted scope path");

@@ -2,6 +2,8 @@
 GPU machine with the same `python -m pytest tests/python`."""
 import json
 import os
+import shutil
+import subprocess
 import sys
 import zlib
 
@@ -20,7 +22,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import numprobe  # noqa: E402
 import tiny_models as tm  # noqa: E402
 from test_capture import (iter_leaves, load, relu_in_md5_mode,  # noqa: E402
-                          statistics_match_saved_tensors)
+                          run_async_dump_script, statistics_match_saved_tensors)
 
 CUDA = torch.device("cuda")
 
@@ -83,13 +85,107 @@ def test_md5_and_stats_of_cuda_tensors_of_each_dtype(tmp_path, dtype):
         e = load(tmp_path / where / "step0" / "rank")["data"]["Functional.relu.0.forward"]
         leaves[where] = e["input_args"][0], e["output"][0]
     for dev, cpu in zip(leaves["cuda"], leaves["cpu"]):
-        for k, v in cpu.items():
-            if k in ("Mean", "Norm") and isinstance(v, float):
-                assert dev[k] == pytest.approx(v, rel=1e-5, nan_ok=True), (k, dev, cpu)
-            elif isinstance(v, float) and np.isnan(v):
-                assert np.isnan(dev[k]), (k, dev, cpu)
-            else:
-                assert dev[k] == v, (k, dev, cpu)
+        assert_same_statistics(dev, cpu)
+
+
+def assert_same_statistics(dev, cpu):
+    for k, v in cpu.items():
+        if k in ("Mean", "Norm") and isinstance(v, float):
+            assert dev[k] == pytest.approx(v, rel=1e-5, nan_ok=True), (k, dev, cpu)
+        elif isinstance(v, float) and np.isnan(v):
+            assert np.isnan(dev[k]), (k, dev, cpu)
+        else:
+            assert dev[k] == v, (k, dev, cpu)
+
+
+def clone_input_leaf(root, t):
+    dbg = numprobe.PrecisionDebugger(dump_path=root, level="L1")
+    dbg.start()
+    torch.clone(t)
+    dbg.stop()
+    dbg.close()
+    return load(root / "step0" / "rank")["data"]["Torch.clone.0.forward"]["input_args"][0]
+
+
+LARGE = (300, 700)  # 210,000 elements: reduced on the device (over 65,536 are not copied back)
+SMALL = (60, 70)  # copied to the host and summarised there
+
+
+def sample_tensor(dtype, shape=LARGE):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(7)) * 100
+    if dtype == torch.bool:
+        return x > 0
+    if dtype.is_complex:
+        return torch.complex(x, x.flip(0)).to(dtype)
+    if not dtype.is_floating_point:
+        return (x.abs() if dtype == torch.uint8 else x).to(dtype)
+    x = x.to(dtype)
+    x[9, :20] = 0
+    if dtype in (torch.float16, torch.bfloat16):  # float32/64 keep finite means and norms
+        x[3, 4] = float("nan")
+        x[5, 6] = float("inf")
+        x[7, 8] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("shape", [LARGE, SMALL], ids=["large", "small"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "negated"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64,
+                                   torch.int8, torch.int32, torch.int64, torch.uint8, torch.bool,
+                                   torch.complex64])
+def test_statistics_of_cuda_tensors_equal_the_host_ones(tmp_path, dtype, layout, shape):
+    x = sample_tensor(dtype, shape).to(CUDA)
+    if layout == "transposed":
+        x = x.t()
+    elif layout == "strided":
+        x = x[:, ::2]
+    elif layout == "negated":  # a lazy _neg_view: not its memory
+        if dtype == torch.bool or dtype == torch.uint8:
+            pytest.skip("no negation")
+        x = torch._neg_view(x)
+    dev = clone_input_leaf(tmp_path / "cuda", x)
+    cpu = clone_input_leaf(tmp_path / "cpu", x.cpu())
+    assert dev["shape"] == list(x.shape)
+    if dtype.is_complex:  # magnitudes: CUDA's and the CPU's abs() may differ in the last bit
+        for k in ("Max", "Min", "Mean", "Norm"):
+            assert dev[k] == pytest.approx(cpu[k], rel=1e-6), (k, dev, cpu)
+        return
+    assert_same_statistics(dev, cpu)
+
+
+def test_bool_bytes_other_than_one_count_as_true_on_cuda(tmp_path):
+    raw = torch.randint(0, 3, LARGE, dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
+    x = raw.view(torch.bool)  # bytes 0, 1 and 2
+    dev = clone_input_leaf(tmp_path / "cuda", x.to(CUDA))
+    cpu = clone_input_leaf(tmp_path / "cpu", x)
+    assert_same_statistics(dev, cpu)
+    assert dev["Max"] is True and dev["Min"] is False
+
+
+def test_statistics_of_an_all_nan_cuda_tensor(tmp_path):
+    leaf = clone_input_leaf(tmp_path, torch.full(LARGE, float("nan"), device=CUDA))
+    assert np.isnan(leaf["Max"]) and np.isnan(leaf["Min"]) and np.isnan(leaf["Mean"])
+    assert leaf["nan_count"] == LARGE[0] * LARGE[1]
+
+
+@pytest.mark.parametrize("env", [{"NUMPROBE_ATEN_DEVICE_STATS": "1"},
+                                 {"NUMPROBE_CUDA_STAGING_MB": "1"}], ids=["aten", "tiny_ring"])
+def test_the_other_routes_give_the_same_statistics(tmp_path, env):
+    """The fused kernel and the pinned staging ring are the default where they were built. The
+    ATen route (builds without nvcc, a kernel that fails to launch, a full ring) must give the
+    same statistics; a 1 MiB ring wraps and fills up during a GPT step."""
+    if not numprobe._C.cuda_stats_kernel():
+        pytest.skip("built without the fused kernel: the tests above ran the ATen route")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                        "-k", "cuda_tensors_equal_the_host or all_nan_cuda or equal_numpy_on_cuda"],
+                       env=dict(os.environ, **env), capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_the_fused_kernel_is_built_where_nvcc_is_found():
+    if not shutil.which("nvcc"):
+        pytest.skip("no nvcc on PATH")
+    assert numprobe._C.cuda_stats_kernel()
 
 
 def test_observer_effect_is_zero_on_cuda(tmp_path):
@@ -125,3 +221,12 @@ def test_acc_check_replays_a_cuda_dump_on_cuda(tmp_path, cli):
         skipped = [r for r in rows if r[1] == "SKIP"]
         assert len(skipped) <= 0.05 * len(rows), skipped
         assert not [r for r in rows if r[1] == "error"], (mode, rows)
+
+
+def test_async_dump_saves_the_same_cuda_tensors(tmp_path):
+    # async_dump: the device -> host copies of saved tensors are enqueued, not waited for; the
+    # in-place writes after each call must not reach the saved bytes.
+    out = run_async_dump_script(tmp_path, "cuda")
+    assert list(out["0"]) == list(out["1"]) and len(out["0"]) == 12
+    for name, a in out["0"].items():
+        assert np.array_equal(a, out["1"][name]), name

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -18,6 +19,14 @@
 #include "numprobe/hash.h"
 #include "numprobe/stats.h"
 #include "numprobe/worker_pool.h"
+
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+#include <c10/core/DeviceGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "capture/torch/cuda/device_stats_kernel.h"
+#include "capture/torch/cuda/pinned_staging.h"
+#endif
 
 namespace numprobe::capture {
 namespace {
@@ -49,10 +58,65 @@ DType to_dtype(c10::ScalarType t) {
   }
 }
 
-// The reductions of compute_stats as ATen ops where the tensor lives (CUDA and other devices),
-// packed as eight doubles: max and min ignoring NaN, sum, sum of squares (float64 accumulation),
-// counts of NaN, +Inf, -Inf and zeros.
+// NUMPROBE_SYNC_DEVICE_STATS=1: wait for device statistics on the training thread (debugging).
+// NUMPROBE_DEFER_CPU_STATS=1: route CPU tensors through the deferred path (tests of that path on
+// machines without a GPU; there the copies complete at once and no event is needed).
+// NUMPROBE_ATEN_DEVICE_STATS=1: reduce CUDA tensors with ATen ops and copy through ATen, not
+// the fused kernel and the pinned staging ring (tests compare the two).
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && v[0] == '1';
+}
+
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+// Whether t's elements are real memory at its data pointer that raw CUDA calls may read: not an
+// efficient zero tensor (no memory), not a Python tensor subclass (DTensor, FakeTensor).
+bool has_own_memory(const at::Tensor& t) {
+  return t.has_storage() && !t._is_zerotensor() && !t.key_set().has(c10::DispatchKey::Python) &&
+         t.data_ptr() != nullptr;
+}
+
+// The eight reductions by the fused kernel on t's current stream; nullopt where it cannot run
+// (dtype, or a launch error such as a GPU newer than the kernel's architectures: reported once,
+// and the ATen reductions take over).
+std::optional<at::Tensor> fused_reductions(const at::Tensor& t) {
+  static const bool aten_only = env_flag("NUMPROBE_ATEN_DEVICE_STATS");
+  static std::atomic<bool> broken{false};
+  const DType dt = to_dtype(t.scalar_type());
+  if (aten_only || dt == DType::kUnknown || broken.load(std::memory_order_relaxed) ||
+      !has_own_memory(t))
+    return std::nullopt;
+  // A dense tensor covers exactly numel elements from its data pointer (see CachedStats).
+  const at::Tensor c =
+      !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
+  const c10::DeviceGuard on_device(c.device());
+  const int blocks = cuda_stats::blocks_for(c.numel());
+  at::Tensor work = at::empty({(blocks + 1) * 8}, c.options().dtype(c10::ScalarType::Double));
+  void* stream = c10::cuda::getCurrentCUDAStream(c.device().index()).stream();
+  const int err =
+      cuda_stats::enqueue_stats(c.data_ptr(), dt, c.numel(), work.data_ptr<double>(), stream);
+  if (err == cuda_stats::kNotLaunched) return std::nullopt;
+  if (err != 0) {
+    if (!broken.exchange(true))
+      std::fprintf(stderr,
+                   "numprobe: the fused CUDA statistics kernel failed to launch (CUDA error %d); "
+                   "using ATen reductions\n",
+                   err);
+    return std::nullopt;
+  }
+  return work.narrow(0, int64_t{blocks} * 8, 8);
+}
+#endif
+
+// The reductions of compute_stats where the tensor lives (CUDA and other devices), packed as
+// eight doubles: max and min ignoring NaN, sum, sum of squares (float64 accumulation), counts of
+// NaN, +Inf, -Inf and zeros. CUDA: one fused kernel where built; otherwise ATen ops.
 at::Tensor device_reductions(const at::Tensor& t) {
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+  if (t.is_cuda()) {
+    if (auto fused = fused_reductions(t)) return *std::move(fused);
+  }
+#endif
   const at::Tensor d = t.to(c10::ScalarType::Double);
   const at::Tensor nan = d.isnan();
   const double inf = std::numeric_limits<double>::infinity();
@@ -131,15 +195,120 @@ class EnqueuedStats final : public DeferredStats {
   TensorStats stats_;
 };
 
-// NUMPROBE_SYNC_DEVICE_STATS=1: wait for device statistics on the training thread (debugging).
-// NUMPROBE_DEFER_CPU_STATS=1: route CPU tensors through the deferred path (tests of that path on
-// machines without a GPU; there the copies complete at once and no event is needed).
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && v[0] == '1';
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+// Statistics of a CUDA tensor whose bytes (small tensors) or eight reductions (the fused kernel's,
+// large ones) are on their way into the pinned staging ring.
+class StagedStats final : public DeferredStats {
+ public:
+  StagedStats(const cuda_stats::StagedCopy& copy, bool packed, DType dtype, uint64_t count)
+      : copy_(copy), packed_(packed), dtype_(dtype), count_(count) {}
+  StagedStats(const StagedStats&) = delete;
+  StagedStats& operator=(const StagedStats&) = delete;
+
+  // Never resolved (a leaf dropped): the copy may still be writing into the ring.
+  ~StagedStats() override {
+    if (copy_.reserved == 0) return;
+    wait();
+    cuda_stats::release_staged(copy_);
+  }
+
+  TensorStats resolve() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (copy_.reserved == 0) return stats_;
+    wait();
+    if (packed_) {
+      stats_ = unpack_reductions(static_cast<const double*>(copy_.host), count_);
+    } else {
+      StatsOptions single;
+      single.threads = 1;
+      stats_ = compute_stats(copy_.host, count_, dtype_, single);
+    }
+    cuda_stats::release_staged(copy_);
+    return stats_;
+  }
+
+ private:
+  void wait() const {
+    while (!cuda_stats::staged_ready(copy_))
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+  cuda_stats::StagedCopy copy_;
+  bool packed_;
+  DType dtype_;
+  uint64_t count_;
+  std::mutex mu_;
+  TensorStats stats_;
+};
+
+// The staging route: one copy and one event record per tensor (after the fused kernel for large
+// ones). nullptr when the ring is full or CUDA refuses: the caller takes the ATen route.
+std::shared_ptr<DeferredStats> stage_stats(const at::Tensor& t, DType dt) {
+  if (!has_own_memory(t)) return nullptr;
+  const bool small = t.numel() <= kHostCopyMaxElements && dt != DType::kUnknown;
+  const c10::DeviceGuard on_device(t.device());
+  void* stream = c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+  cuda_stats::StagedCopy copy;
+  if (small) {
+    const at::Tensor c =
+        !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
+    const size_t bytes = static_cast<size_t>(c.numel()) * c.element_size();
+    if (!cuda_stats::stage_copy(c.data_ptr(), bytes, t.device().index(), stream, copy))
+      return nullptr;
+  } else {
+    const auto r = fused_reductions(t);
+    if (!r || !cuda_stats::stage_copy(r->data_ptr(), 8 * sizeof(double), t.device().index(), stream,
+                                      copy))
+      return nullptr;
+  }
+  return std::make_shared<StagedStats>(copy, !small, dt, static_cast<uint64_t>(t.numel()));
+}
+#endif
+
+// A pinned host copy of t (contiguous, t's dtype) enqueued on t's stream, and the event after it.
+class AsyncHostCopy final : public ArrivingBytes {
+ public:
+  explicit AsyncHostCopy(const at::Tensor& t) {
+    const bool cuda = t.is_cuda();
+    host_ = at::empty(t.sizes(), at::TensorOptions().dtype(t.scalar_type()).pinned_memory(cuda));
+    // Lazily negated/conjugated views are resolved on the device first: a non-blocking copy_
+    // of one would negate the host buffer before the bytes have arrived.
+    host_.copy_(t.resolve_conj().resolve_neg(), /*non_blocking=*/cuda);
+    if (cuda) {
+      c10::impl::VirtualGuardImpl impl(t.device().type());
+      done_.emplace(t.device().type());
+      done_->record(impl.getStream(t.device()));
+    }
+  }
+
+  const void* wait() override {
+    if (done_) {
+      while (!done_->query()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      done_.reset();
+    }
+    return host_.data_ptr();
+  }
+
+ private:
+  at::Tensor host_;
+  std::optional<c10::Event> done_;
+};
+
+PendingTensorData copy_to_host_async(const at::Tensor& t) {
+  auto copy = std::make_shared<AsyncHostCopy>(t);
+  PendingTensorData p;
+  p.arriving = copy;
+  p.owner = std::shared_ptr<const void>(copy, copy.get());
+  return p;
 }
 
 std::shared_ptr<DeferredStats> enqueue_stats(const at::Tensor& t, DType dt) {
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+  static const bool aten_only = env_flag("NUMPROBE_ATEN_DEVICE_STATS");
+  if (t.is_cuda() && !aten_only) {
+    if (auto staged = stage_stats(t, dt)) return staged;
+  }
+#endif
   const bool cuda = t.is_cuda();
   const at::TensorOptions host = at::TensorOptions().device(at::kCPU).pinned_memory(cuda);
   at::Tensor out;
@@ -150,7 +319,7 @@ std::shared_ptr<DeferredStats> enqueue_stats(const at::Tensor& t, DType dt) {
     out.copy_(r, /*non_blocking=*/cuda);
   } else {
     out = at::empty(t.sizes(), host.dtype(t.scalar_type()));
-    out.copy_(t, /*non_blocking=*/cuda);
+    out.copy_(t.resolve_conj().resolve_neg(), /*non_blocking=*/cuda);  // see AsyncHostCopy
   }
   std::optional<c10::Event> done;
   if (cuda) {
@@ -309,7 +478,13 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
   const DType dt = to_dtype(t.scalar_type());
   const bool on_cpu = t.device().is_cpu() && t.layout() == c10::kStrided;
 
-  if (req.data == LeafData::kMd5 || !req.save_as.empty()) {
+  static const bool defer_cpu = env_flag("NUMPROBE_DEFER_CPU_STATS");
+  if (req.async && req.data != LeafData::kMd5 && !req.save_as.empty() && dt != DType::kUnknown &&
+      (t.is_cuda() || (on_cpu && defer_cpu))) {
+    leaf.pending = copy_to_host_async(t.detach());
+    leaf.pending.dtype = dt;
+    leaf.data_name = req.save_as;
+  } else if (req.data == LeafData::kMd5 || !req.save_as.empty()) {
     // Bytes in the tensor's own dtype, contiguous, on the host (msprobe: CRC-32 of exactly that).
     at::Tensor host = t.detach().to(at::kCPU).contiguous();
     if (req.data == LeafData::kMd5)
@@ -327,6 +502,21 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     if (req.data == LeafData::kMd5) return;
   }
 
+  if (t.is_complex()) {
+    // Summarised by their magnitudes, as msprobe does (numpy's abs), Norm included.
+    at::Tensor magnitudes;
+    try {
+      magnitudes = t.detach().resolve_conj().resolve_neg().abs();
+    } catch (const c10::Error&) {
+      return;  // complex32 on some devices: no abs kernel, no statistics
+    }
+    TensorLeaf of_magnitudes;
+    fill_tensor_leaf(magnitudes, LeafRequest(), of_magnitudes);
+    leaf.has_stats = of_magnitudes.has_stats;
+    leaf.stats = of_magnitudes.stats;
+    leaf.deferred = std::move(of_magnitudes.deferred);
+    return;
+  }
   leaf.has_stats = true;
   leaf.bool_stats = t.scalar_type() == c10::ScalarType::Bool;
   // Dense tensors (contiguous, or a permutation of that: transposes) are read in place on the
@@ -343,7 +533,6 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     }
   }
   g_computed.fetch_add(1, std::memory_order_relaxed);
-  static const bool defer_cpu = env_flag("NUMPROBE_DEFER_CPU_STATS");
   if (on_cpu && dt != DType::kUnknown && !defer_cpu) {
     at::Tensor copy;
     if (!dense) copy = t.resolve_neg().contiguous();
@@ -362,8 +551,8 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
     if (use_cache) cache_put(t, key, leaf.stats);
     return;
   }
-  if (t.is_complex() || (dt == DType::kUnknown && !t.is_floating_point())) {
-    leaf.has_stats = false;  // complex: msprobe's stats of abs() are not reproduced yet
+  if (dt == DType::kUnknown && !t.is_floating_point()) {
+    leaf.has_stats = false;  // quantized and other exotic dtypes
     return;
   }
   static const bool sync = env_flag("NUMPROBE_SYNC_DEVICE_STATS");
@@ -382,6 +571,14 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
 
 void next_stats_generation() {
   g_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool cuda_stats_kernel_built() {
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+  return true;
+#else
+  return false;
+#endif
 }
 
 LeafCounters leaf_counters() {

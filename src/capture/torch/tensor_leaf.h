@@ -16,6 +16,7 @@ enum class LeafData { kStatistics, kMd5, kNone };
 struct LeafRequest {
   LeafData data = LeafData::kStatistics;
   std::string save_as;  // non-empty: keep a copy of the bytes to write under this file name
+  bool async = false;   // async_dump: device -> host copies of saved bytes are not waited for
 };
 
 // "torch.float32" etc., as str(tensor.dtype) prints it.
@@ -35,5 +36,8 @@ struct LeafCounters {
   uint64_t bytes = 0;
 };
 LeafCounters leaf_counters();
+
+// Whether CUDA tensors are summarised by the fused kernel (built with nvcc) or by ATen ops.
+bool cuda_stats_kernel_built();
 
 }  // namespace numprobe::capture

@@ -288,6 +288,7 @@ void TorchCapture::add_tensor(EntryRecord& rec, const at::Tensor& t, const std::
   const bool save = cfg.task == Task::kTensor ||
                     (cfg.task == Task::kStatistics && filter_.tensor_list_matches(rec.name));
   if (save) req.save_as = file_stem + ".npy";
+  req.async = cfg.async_dump;
   TensorLeaf& leaf = rec.tensor();
   fill_tensor_leaf(t, req, leaf);
   if (is_output && cfg.task == Task::kOverflowCheck) leaf.resolve_stats();  // decided now
