@@ -72,7 +72,9 @@ bool JournalReader::next(JournalRecord& r) {
   if (len < 4 || len > kJournalMaxRecord || len > size_ - pos_ - 9) {
     return stop("truncated or corrupt record (length " + std::to_string(len) + ")");
   }
-  if (crc32(data_ + pos_ + 8, 1 + static_cast<size_t>(len)) != crc) {
+  const size_t record_end = pos_ + 9 + static_cast<size_t>(len);
+  // A second pass (rewind) does not check again what the first one checked.
+  if (record_end > checked_end_ && crc32(data_ + pos_ + 8, 1 + static_cast<size_t>(len)) != crc) {
     return stop("record checksum mismatch");
   }
   if (!known_type(type)) return stop("unknown record type");
@@ -92,8 +94,9 @@ bool JournalReader::next(JournalRecord& r) {
     p += fl;
   }
   if (p != end) return stop("malformed record fields");
-  pos_ += 9 + static_cast<size_t>(len);
+  pos_ = record_end;
   valid_ = pos_;
+  if (valid_ > checked_end_) checked_end_ = valid_;
   return true;
 }
 

@@ -38,6 +38,8 @@ class JournalReader {
   JournalReader(const char* data, size_t size, const std::string& name);
   // False at the end or at the first damaged record (see stop_reason()).
   bool next(JournalRecord& r);
+  // Back to the first record. Checksums already verified are not computed again (the bytes are
+  // the same mapping); the pass stops at the same damaged record as before.
   void rewind() {
     pos_ = valid_ = size_ < sizeof kJournalMagic ? size_ : sizeof kJournalMagic;
     stop_reason_.clear();
@@ -50,6 +52,7 @@ class JournalReader {
   size_t size_;
   size_t pos_;
   size_t valid_;
+  size_t checked_end_ = 0;  // records ending at or before this offset passed their checksum
   std::string stop_reason_;
 };
 

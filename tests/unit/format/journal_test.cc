@@ -4,6 +4,7 @@
 #include <random>
 
 #include "format/dump_render.h"
+#include "format/journal.h"
 #include "numprobe/dump.h"
 #include "numprobe/dump_tree.h"
 #include "numprobe/dump_writer.h"
@@ -259,3 +260,33 @@ TEST(DumpWriter, FinishOnADamagedJournalCommitsNothingAndKeepsIt) {
 }
 
 }  // namespace
+
+namespace numprobe::format {
+namespace {
+
+// rewind() skips the checksums the first pass verified, so the second pass must still stop at
+// the same damaged record, not read past it.
+TEST(JournalReader, RewoundPassStopsAtTheSameDamagedRecord) {
+  std::string j(kJournalMagic, sizeof kJournalMagic);
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "Torch.add." + std::to_string(i) + ".forward";
+    encode_record(j, kRecEntry, {name, "{}"});
+  }
+  const size_t third = j.find("Torch.add.2");
+  ASSERT_NE(third, std::string::npos);
+  j[third] ^= 0x01;  // the third record's payload: its checksum no longer matches
+  JournalReader reader(j.data(), j.size(), "test.journal");
+  JournalRecord r;
+  int first = 0, second = 0;
+  while (reader.next(r)) ++first;
+  const std::string why = reader.stop_reason();
+  reader.rewind();
+  while (reader.next(r)) ++second;
+  EXPECT_EQ(first, 2);
+  EXPECT_EQ(second, 2);
+  EXPECT_NE(why.find("checksum"), std::string::npos) << why;
+  EXPECT_EQ(reader.stop_reason(), why);
+}
+
+}  // namespace
+}  // namespace numprobe::format
