@@ -68,7 +68,19 @@ bool env_flag(const char* name) {
   return v && v[0] == '1';
 }
 
+// t itself where its elements are exactly the numel ones from its data pointer (any dense order:
+// statistics do not depend on it; see CachedStats), else a contiguous copy. A lazily negated view
+// (_neg_view) is not its memory.
+at::Tensor dense_elements(const at::Tensor& t) {
+  return !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
+}
+
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
+bool aten_route() {
+  static const bool on = env_flag("NUMPROBE_ATEN_DEVICE_STATS");
+  return on;
+}
+
 // Whether t's elements are real memory at its data pointer that raw CUDA calls may read: not an
 // efficient zero tensor (no memory), not a Python tensor subclass (DTensor, FakeTensor).
 bool has_own_memory(const at::Tensor& t) {
@@ -80,15 +92,12 @@ bool has_own_memory(const at::Tensor& t) {
 // (dtype, or a launch error such as a GPU newer than the kernel's architectures: reported once,
 // and the ATen reductions take over).
 std::optional<at::Tensor> fused_reductions(const at::Tensor& t) {
-  static const bool aten_only = env_flag("NUMPROBE_ATEN_DEVICE_STATS");
   static std::atomic<bool> broken{false};
   const DType dt = to_dtype(t.scalar_type());
-  if (aten_only || dt == DType::kUnknown || broken.load(std::memory_order_relaxed) ||
+  if (aten_route() || dt == DType::kUnknown || broken.load(std::memory_order_relaxed) ||
       !has_own_memory(t))
     return std::nullopt;
-  // A dense tensor covers exactly numel elements from its data pointer (see CachedStats).
-  const at::Tensor c =
-      !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
+  const at::Tensor c = dense_elements(t);
   const c10::DeviceGuard on_device(c.device());
   const int blocks = cuda_stats::blocks_for(c.numel());
   at::Tensor work = at::empty({(blocks + 1) * 8}, c.options().dtype(c10::ScalarType::Double));
@@ -146,126 +155,21 @@ void device_stats(const at::Tensor& t, TensorLeaf& leaf) {
   leaf.stats = unpack_reductions(packed.data_ptr<double>(), static_cast<uint64_t>(t.numel()));
 }
 
+// What arrived on the host: the eight reductions (packed), or the tensor's own elements.
+TensorStats stats_of_arrived(const void* host, bool packed, DType dtype, uint64_t count) {
+  if (packed) return unpack_reductions(static_cast<const double*>(host), count);
+  StatsOptions single;
+  single.threads = 1;
+  return compute_stats(host, count, dtype, single);
+}
+
 // CUDA tensors of up to this many elements are copied to pinned host memory and summarised there
 // by compute_stats (one transfer enqueued per tensor, the host's exact definitions); larger ones
 // are reduced on the device and only the eight results come back.
 constexpr int64_t kHostCopyMaxElements = int64_t{1} << 16;
 
-// Work enqueued on the tensor's stream on the training thread; resolve() (writer thread) waits for
-// it through an event, so the training thread never waits for the device.
-class EnqueuedStats final : public DeferredStats {
- public:
-  EnqueuedStats(at::Tensor host, bool packed, DType dtype, uint64_t count,
-                std::optional<c10::Event> done)
-      : host_(std::move(host)),
-        packed_(packed),
-        dtype_(dtype),
-        count_(count),
-        done_(std::move(done)) {}
-
-  // Leaves that share this (the per-version cache hands it out again) resolve it once; the
-  // training thread may resolve it too (overflow_check, NUMPROBE_SYNC_DEVICE_STATS).
-  TensorStats resolve() override {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (resolved_) return stats_;
-    if (done_) {
-      while (!done_->query()) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-    if (packed_) {
-      stats_ = unpack_reductions(host_.data_ptr<double>(), count_);
-    } else {
-      StatsOptions single;
-      single.threads = 1;
-      stats_ = compute_stats(host_.data_ptr(), count_, dtype_, single);
-    }
-    resolved_ = true;
-    host_ = at::Tensor();
-    done_.reset();
-    return stats_;
-  }
-
- private:
-  at::Tensor host_;
-  bool packed_;
-  DType dtype_;
-  uint64_t count_;
-  std::optional<c10::Event> done_;
-  std::mutex mu_;
-  bool resolved_ = false;
-  TensorStats stats_;
-};
-
-#ifdef NUMPROBE_CUDA_STATS_KERNEL
-// Statistics of a CUDA tensor whose bytes (small tensors) or eight reductions (the fused kernel's,
-// large ones) are on their way into the pinned staging ring.
-class StagedStats final : public DeferredStats {
- public:
-  StagedStats(const cuda_stats::StagedCopy& copy, bool packed, DType dtype, uint64_t count)
-      : copy_(copy), packed_(packed), dtype_(dtype), count_(count) {}
-  StagedStats(const StagedStats&) = delete;
-  StagedStats& operator=(const StagedStats&) = delete;
-
-  // Never resolved (a leaf dropped): the copy may still be writing into the ring.
-  ~StagedStats() override {
-    if (copy_.reserved == 0) return;
-    wait();
-    cuda_stats::release_staged(copy_);
-  }
-
-  TensorStats resolve() override {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (copy_.reserved == 0) return stats_;
-    wait();
-    if (packed_) {
-      stats_ = unpack_reductions(static_cast<const double*>(copy_.host), count_);
-    } else {
-      StatsOptions single;
-      single.threads = 1;
-      stats_ = compute_stats(copy_.host, count_, dtype_, single);
-    }
-    cuda_stats::release_staged(copy_);
-    return stats_;
-  }
-
- private:
-  void wait() const {
-    while (!cuda_stats::staged_ready(copy_))
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
-
-  cuda_stats::StagedCopy copy_;
-  bool packed_;
-  DType dtype_;
-  uint64_t count_;
-  std::mutex mu_;
-  TensorStats stats_;
-};
-
-// The staging route: one copy and one event record per tensor (after the fused kernel for large
-// ones). nullptr when the ring is full or CUDA refuses: the caller takes the ATen route.
-std::shared_ptr<DeferredStats> stage_stats(const at::Tensor& t, DType dt) {
-  if (!has_own_memory(t)) return nullptr;
-  const bool small = t.numel() <= kHostCopyMaxElements && dt != DType::kUnknown;
-  const c10::DeviceGuard on_device(t.device());
-  void* stream = c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-  cuda_stats::StagedCopy copy;
-  if (small) {
-    const at::Tensor c =
-        !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
-    const size_t bytes = static_cast<size_t>(c.numel()) * c.element_size();
-    if (!cuda_stats::stage_copy(c.data_ptr(), bytes, t.device().index(), stream, copy))
-      return nullptr;
-  } else {
-    const auto r = fused_reductions(t);
-    if (!r || !cuda_stats::stage_copy(r->data_ptr(), 8 * sizeof(double), t.device().index(), stream,
-                                      copy))
-      return nullptr;
-  }
-  return std::make_shared<StagedStats>(copy, !small, dt, static_cast<uint64_t>(t.numel()));
-}
-#endif
-
-// A pinned host copy of t (contiguous, t's dtype) enqueued on t's stream, and the event after it.
+// A pinned host copy of t (contiguous, t's dtype) enqueued on t's stream, and the event after it
+// (the ATen route; without a device, a plain copy).
 class AsyncHostCopy final : public ArrivingBytes {
  public:
   explicit AsyncHostCopy(const at::Tensor& t) {
@@ -294,6 +198,87 @@ class AsyncHostCopy final : public ArrivingBytes {
   std::optional<c10::Event> done_;
 };
 
+// Statistics whose input (bytes or reductions) is on its way to the host through an ATen copy;
+// resolve() (writer thread) waits for it, so the training thread never waits for the device.
+class EnqueuedStats final : public DeferredStats {
+ public:
+  EnqueuedStats(const at::Tensor& src, bool packed, DType dtype, uint64_t count)
+      : copy_(std::make_unique<AsyncHostCopy>(src)),
+        packed_(packed),
+        dtype_(dtype),
+        count_(count) {}
+
+  // Leaves that share this (the per-version cache hands it out again) resolve it once; the
+  // training thread may resolve it too (overflow_check, NUMPROBE_SYNC_DEVICE_STATS).
+  TensorStats resolve() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!copy_) return stats_;
+    stats_ = stats_of_arrived(copy_->wait(), packed_, dtype_, count_);
+    copy_.reset();
+    return stats_;
+  }
+
+ private:
+  std::unique_ptr<AsyncHostCopy> copy_;  // null once resolved
+  bool packed_;
+  DType dtype_;
+  uint64_t count_;
+  std::mutex mu_;
+  TensorStats stats_;
+};
+
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+// The same through the pinned staging ring: one cudaMemcpyAsync and one pooled event.
+class StagedStats final : public DeferredStats {
+ public:
+  StagedStats(const cuda_stats::StagedCopy& copy, bool packed, DType dtype, uint64_t count)
+      : copy_(copy), packed_(packed), dtype_(dtype), count_(count) {}
+  StagedStats(const StagedStats&) = delete;
+  StagedStats& operator=(const StagedStats&) = delete;
+
+  // Never resolved (a leaf dropped): the copy may still be writing into the ring.
+  ~StagedStats() override {
+    if (copy_.reserved == 0) return;
+    wait();
+    cuda_stats::release_staged(copy_);
+  }
+
+  TensorStats resolve() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (copy_.reserved == 0) return stats_;
+    wait();
+    stats_ = stats_of_arrived(copy_.host, packed_, dtype_, count_);
+    cuda_stats::release_staged(copy_);
+    return stats_;
+  }
+
+ private:
+  void wait() const {
+    while (!cuda_stats::staged_ready(copy_))
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+
+  cuda_stats::StagedCopy copy_;  // reserved == 0 once resolved
+  bool packed_;
+  DType dtype_;
+  uint64_t count_;
+  std::mutex mu_;
+  TensorStats stats_;
+};
+
+// src (dense CUDA memory) into the staging ring; nullptr when the ring is full or CUDA refuses.
+std::shared_ptr<DeferredStats> stage(const at::Tensor& src, bool packed, DType dt, uint64_t count) {
+  if (!has_own_memory(src)) return nullptr;
+  const c10::DeviceGuard on_device(src.device());
+  void* stream = c10::cuda::getCurrentCUDAStream(src.device().index()).stream();
+  cuda_stats::StagedCopy copy;
+  const size_t bytes = static_cast<size_t>(src.numel()) * src.element_size();
+  if (!cuda_stats::stage_copy(src.data_ptr(), bytes, src.device().index(), stream, copy))
+    return nullptr;
+  return std::make_shared<StagedStats>(copy, packed, dt, count);
+}
+#endif
+
 PendingTensorData copy_to_host_async(const at::Tensor& t) {
   auto copy = std::make_shared<AsyncHostCopy>(t);
   PendingTensorData p;
@@ -302,33 +287,18 @@ PendingTensorData copy_to_host_async(const at::Tensor& t) {
   return p;
 }
 
+// Enqueues the copy of t's elements (small tensors) or of its eight reductions (large ones) to
+// the host: through the staging ring where built, else (or when it is full) through ATen.
 std::shared_ptr<DeferredStats> enqueue_stats(const at::Tensor& t, DType dt) {
+  const bool packed = !(t.numel() <= kHostCopyMaxElements && dt != DType::kUnknown);
+  const at::Tensor src = packed ? device_reductions(t) : dense_elements(t);
+  const auto count = static_cast<uint64_t>(t.numel());
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
-  static const bool aten_only = env_flag("NUMPROBE_ATEN_DEVICE_STATS");
-  if (t.is_cuda() && !aten_only) {
-    if (auto staged = stage_stats(t, dt)) return staged;
+  if (t.is_cuda() && !aten_route()) {
+    if (auto staged = stage(src, packed, dt, count)) return staged;
   }
 #endif
-  const bool cuda = t.is_cuda();
-  const at::TensorOptions host = at::TensorOptions().device(at::kCPU).pinned_memory(cuda);
-  at::Tensor out;
-  const bool packed = !(t.numel() <= kHostCopyMaxElements && dt != DType::kUnknown);
-  if (packed) {
-    const at::Tensor r = device_reductions(t);
-    out = at::empty({8}, host.dtype(c10::ScalarType::Double));
-    out.copy_(r, /*non_blocking=*/cuda);
-  } else {
-    out = at::empty(t.sizes(), host.dtype(t.scalar_type()));
-    out.copy_(t.resolve_conj().resolve_neg(), /*non_blocking=*/cuda);  // see AsyncHostCopy
-  }
-  std::optional<c10::Event> done;
-  if (cuda) {
-    c10::impl::VirtualGuardImpl impl(t.device().type());
-    done.emplace(t.device().type());
-    done->record(impl.getStream(t.device()));
-  }
-  return std::make_shared<EnqueuedStats>(std::move(out), packed, dt,
-                                         static_cast<uint64_t>(t.numel()), std::move(done));
+  return std::make_shared<EnqueuedStats>(src, packed, dt, count);
 }
 
 // Statistics of the last tensors seen on this thread. One tensor is typically dumped several times
