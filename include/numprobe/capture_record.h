@@ -88,13 +88,19 @@ class EntryRecord {
     kTyped,  // {"type": s, "value": <next token>}
     kTensor,
   };
+  // 16 bytes: every byte a recording thread writes is a byte whose cache line later travels to
+  // the writer thread.
   struct Token {
+    explicit Token(Op o) : op(o) {}
     Op op;
     bool b = false;
-    int64_t i = 0;  // int value, string offset, or tensor index
-    double d = 0;
     uint32_t len = 0;  // string length
+    union {
+      int64_t i = 0;  // int value, string offset, or tensor index
+      double d;       // kFloat
+    };
   };
+  static_assert(sizeof(Token) == 16, "Token is meant to stay small");
 
   std::string name;       // dump.json key
   bool overflow = false;  // an output holds NaN/Inf (task overflow_check keeps only these)

@@ -111,6 +111,8 @@ class CaptureSession {
 
  private:
   struct Job;
+  struct ProducerCache;
+  ProducerCache& producer_cache();
   void writer_loop();
   void run_job(Job& job);
   void open_writer();
@@ -150,7 +152,8 @@ class CaptureSession {
 
   // Writer-thread state (also touched by the driving thread only while the queue is drained).
   std::unique_ptr<DumpWriter> writer_;
-  std::string rendered_;  // writer thread: the entry being written
+  std::string rendered_;       // writer thread: the entry being written
+  SessionStats batch_counts_;  // writer thread: counts of the batch being written
   std::string writer_dir_;
   std::unordered_map<std::string, std::vector<std::string>> source_lines_;
   std::unordered_map<const void*, std::pair<Frames, std::vector<std::string>>> rendered_stacks_;

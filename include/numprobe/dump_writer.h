@@ -2,16 +2,18 @@
 //
 // While a step is captured, every record (header, entry, stack, construct edge) is appended to
 // `dump.journal` in the rank directory with one write(2) call; a record that has been written
-// survives the death of the writing process (and, with sync_each_record, of the machine). At
-// finish() the journal is assembled in O(n) into dump.json, stack.json and construct.json (each
-// written to a temporary name, then renamed), and removed. A journal left behind by a dead writer
-// is turned into the same three files by recover_rank_dir() (`numprobe recover`), keeping every
-// record that reached the journal intact.
+// survives the death of the writing process (and, with sync_each_record, of the machine). The
+// three files are built at the same time: dump.json streams to `dump.json.tmp` as entries come,
+// stacks and construct edges are kept (deduplicated) in memory. finish() completes them, renames
+// them into place and removes the journal; it never reads the journal back. A journal left behind
+// by a dead writer is turned into the same three files by recover_rank_dir() (`numprobe
+// recover`), keeping every record that reached the journal intact.
 //
 // Not thread-safe: one writer per rank directory, driven by one thread.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +24,10 @@ namespace numprobe {
 class DumpFile;
 struct ConstructTable;
 struct ConstructEdge;
+namespace format {
+class AtomicFileWriter;
+struct DumpAssembly;
+}  // namespace format
 
 inline constexpr const char* kJournalFileName = "dump.journal";
 
@@ -53,7 +59,11 @@ class DumpWriter {
   // format::render_entry_body).
   void add_entry(std::string_view name, std::string_view body);
   void add_entry(const DumpFile& d, size_t index);
-  void add_stack(std::string_view name, const std::vector<std::string>& frames);
+  // The frames of an entry's stack. Entries sharing a stack share its frames: the journal records
+  // them once, later entries only name the first. `key` (non-zero) identifies the stack for the
+  // caller, who promises the same frames for the same key within this writer; 0 compares the
+  // frames themselves.
+  void add_stack(std::string_view name, const std::vector<std::string>& frames, uint64_t key = 0);
   // parent: nullopt writes null.
   void add_construct(std::string_view name, std::optional<std::string_view> parent);
   // An edge read from a construct.json, in its own form (Megatron's [parent, micro_step] too).
@@ -66,8 +76,9 @@ class DumpWriter {
   void hold_writes();
   void write_held();
 
-  // Assembles the three files and removes the journal. No more records may be added. Throws
-  // (committing nothing, keeping the journal) if the journal was damaged meanwhile.
+  // Completes the three files, commits them (stack.json, construct.json, then dump.json) and
+  // removes the journal. No more records may be added. On an error nothing more is committed and
+  // the journal stays.
   void finish();
 
   size_t entries() const { return entries_; }
@@ -86,6 +97,8 @@ class DumpWriter {
   bool finished_ = false;
   bool holding_ = false;
   std::string buf_;
+  std::unique_ptr<format::AtomicFileWriter> dump_file_;  // dump.json.tmp, written as entries come
+  std::unique_ptr<format::DumpAssembly> out_;            // the three files, built as records come
 };
 
 struct RecoverReport {

@@ -89,18 +89,21 @@ PyObject* record_call(ApiInfo& api, PyObject* func, PyObject* args, PyObject* kw
     return call_through(func, args, kwargs);
   }
   const std::string& api_type = api.type;
-  // The name is built in the record's own (recycled) buffer: "<type>.<n>.forward".
-  EntryRecord rec = cap->new_record();
-  std::string& fwd = rec.name;
-  fwd.assign(api_type);
-  fwd += '.';
-  append_int(fwd, api.next_count(*cap));
-  const size_t base_len = fwd.size();
-  fwd.append(".forward");
-  if (!cap->wants(fwd)) {
+  // "<type>.<n>.forward", built in a reused buffer: a call the filter skips allocates nothing
+  // (it also takes no record from the pool).
+  thread_local std::string t_name;
+  t_name.assign(api_type);
+  t_name += '.';
+  append_int(t_name, api.next_count(*cap));
+  const size_t base_len = t_name.size();
+  t_name.append(".forward");
+  if (!cap->wants(t_name)) {
     ApiDepth depth;
     return call_through(func, args, kwargs);
   }
+  EntryRecord rec = cap->new_record();
+  rec.name.assign(t_name);
+  const std::string& fwd = rec.name;
   auto parent = cap->current_parent();
   rec.begin_dict();
   if (cap->wants_inputs()) {

@@ -1,6 +1,8 @@
 #include "numprobe/capture_record.h"
 
+#include <charconv>
 #include <cmath>
+#include <string_view>
 
 #include "format/py_json_writer.h"
 #include "numprobe/error.h"
@@ -12,72 +14,111 @@ namespace {
 using format::PyJsonWriter;
 using Op = EntryRecord::Op;
 
-void write_stat(PyJsonWriter& w, const char* key, bool present, double v) {
-  w.key(key);
-  if (present)
-    w.float_value(v);
-  else
-    w.null_value();
-}
+// One leaf, written straight into the output: a per-op step renders thousands of leaves, and the
+// generic writer's per-token bookkeeping was most of the writer thread's rendering time. The text
+// is exactly PyJsonWriter's (tests compare the two). Key order is msprobe's (_analyze_tensor +
+// json_writer placeholders): type, dtype, shape, Max, Min, Mean, Norm, requires_grad, then md5 /
+// data_name. `depth` is the writer's depth where the leaf's '{' goes.
+class LeafText {
+ public:
+  LeafText(std::string& out, int depth, int indent)
+      : out_(out),
+        inner_(static_cast<size_t>((depth + 1) * indent)),
+        step_(static_cast<size_t>(indent)) {}
 
-// Key order is msprobe's (_analyze_tensor + json_writer placeholders): type, dtype, shape, Max,
-// Min, Mean, Norm, requires_grad, then md5 / data_name.
+  void render(const TensorLeaf& t) {
+    key("\"type\": ");
+    format::append_py_string(out_, t.type);
+    key("\"dtype\": ");
+    format::append_py_string(out_, t.dtype);
+    key("\"shape\": ");
+    if (t.shape.empty()) {
+      out_ += "[]";
+    } else {
+      out_ += '[';
+      for (size_t i = 0; i < t.shape.size(); ++i) {
+        if (i) out_ += ',';
+        newline(inner_ + step_);
+        integer(t.shape[i]);
+      }
+      newline(inner_);
+      out_ += ']';
+    }
+    if (t.bool_stats) {
+      // msprobe: Max = any(), Min = all() as Python bools; Mean/Norm null.
+      key("\"Max\": ");
+      out_ += !t.has_stats ? "null" : t.stats.max != 0 ? "true" : "false";
+      key("\"Min\": ");
+      out_ += !t.has_stats ? "null" : t.stats.min != 0 ? "true" : "false";
+      key("\"Mean\": ");
+      out_ += "null";
+      key("\"Norm\": ");
+      out_ += "null";
+    } else {
+      stat("\"Max\": ", t.has_stats, t.stats.max);
+      stat("\"Min\": ", t.has_stats, t.stats.min);
+      stat("\"Mean\": ", t.has_stats, t.has_stats ? t.stats.mean() : 0);
+      stat("\"Norm\": ", t.has_stats, t.has_stats ? t.stats.norm() : 0);
+    }
+    key("\"requires_grad\": ");
+    out_ += t.requires_grad ? "true" : "false";
+    if (t.crc32) {
+      key("\"md5\": ");
+      format::append_py_string(out_, crc32_hex(*t.crc32));
+    }
+    if (!t.data_name.empty()) {
+      key("\"data_name\": ");
+      format::append_py_string(out_, t.data_name);
+    }
+    // numprobe addition (format v1): non-finite counts, only when there are any, so dumps of
+    // healthy runs stay identical to msprobe's.
+    if (t.has_stats && t.write_counts &&
+        (t.stats.nan_count || t.stats.pos_inf_count || t.stats.neg_inf_count)) {
+      key("\"nan_count\": ");
+      integer(static_cast<int64_t>(t.stats.nan_count));
+      key("\"pos_inf_count\": ");
+      integer(static_cast<int64_t>(t.stats.pos_inf_count));
+      key("\"neg_inf_count\": ");
+      integer(static_cast<int64_t>(t.stats.neg_inf_count));
+    }
+    newline(inner_ - step_);
+    out_ += '}';
+  }
+
+ private:
+  void newline(size_t spaces) {
+    out_ += '\n';
+    out_.append(spaces, ' ');
+  }
+  // `quoted_key` is the key's JSON text followed by ": ".
+  void key(std::string_view quoted_key) {
+    out_ += first_ ? '{' : ',';
+    first_ = false;
+    newline(inner_);
+    out_ += quoted_key;
+  }
+  void stat(std::string_view quoted_key, bool present, double v) {
+    key(quoted_key);
+    if (present)
+      format::append_py_float(out_, v);
+    else
+      out_ += "null";
+  }
+  void integer(int64_t v) {
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, static_cast<size_t>(r.ptr - buf));
+  }
+
+  std::string& out_;
+  size_t inner_;  // indentation of the leaf's keys
+  size_t step_;   // one level of indentation
+  bool first_ = true;
+};
+
 void render_tensor(const TensorLeaf& t, PyJsonWriter& w) {
-  w.begin_object();
-  w.key("type");
-  w.string_value(t.type);
-  w.key("dtype");
-  w.string_value(t.dtype);
-  w.key("shape");
-  w.begin_array();
-  for (int64_t d : t.shape) w.int_value(d);
-  w.end_array();
-  if (t.bool_stats) {
-    // msprobe: Max = any(), Min = all() as Python bools; Mean/Norm null.
-    bool any = t.has_stats && t.stats.max != 0;
-    bool all = t.has_stats && t.stats.min != 0;
-    w.key("Max");
-    if (t.has_stats)
-      w.bool_value(any);
-    else
-      w.null_value();
-    w.key("Min");
-    if (t.has_stats)
-      w.bool_value(all);
-    else
-      w.null_value();
-    w.key("Mean");
-    w.null_value();
-    w.key("Norm");
-    w.null_value();
-  } else {
-    write_stat(w, "Max", t.has_stats, t.stats.max);
-    write_stat(w, "Min", t.has_stats, t.stats.min);
-    write_stat(w, "Mean", t.has_stats, t.stats.mean());
-    write_stat(w, "Norm", t.has_stats, t.stats.norm());
-  }
-  w.key("requires_grad");
-  w.bool_value(t.requires_grad);
-  if (t.crc32) {
-    w.key("md5");
-    w.string_value(crc32_hex(*t.crc32));
-  }
-  if (!t.data_name.empty()) {
-    w.key("data_name");
-    w.string_value(t.data_name);
-  }
-  // numprobe addition (format v1): non-finite counts, only when there are any, so dumps of
-  // healthy runs stay identical to msprobe's.
-  if (t.has_stats && t.write_counts &&
-      (t.stats.nan_count || t.stats.pos_inf_count || t.stats.neg_inf_count)) {
-    w.key("nan_count");
-    w.int_value(static_cast<int64_t>(t.stats.nan_count));
-    w.key("pos_inf_count");
-    w.int_value(static_cast<int64_t>(t.stats.pos_inf_count));
-    w.key("neg_inf_count");
-    w.int_value(static_cast<int64_t>(t.stats.neg_inf_count));
-  }
-  w.end_object();
+  const int depth = w.depth(), indent = w.indent();
+  LeafText(w.raw_begin(), depth, indent).render(t);
 }
 
 }  // namespace

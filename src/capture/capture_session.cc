@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <utility>
@@ -20,11 +21,14 @@ namespace {
 
 // Bounds the memory the queue can hold while the writer lags (each job is one entry).
 constexpr size_t kMaxQueuedJobs = 1 << 16;
-// The writer is woken once this many jobs wait, or by its own timer: one wake-up per batch.
-constexpr size_t kWakeBatch = 128;
+// The writer is woken once this many jobs wait, or by its own timer: one wake-up per batch (a
+// wake-up is a futex call on the recording thread).
+constexpr size_t kWakeBatch = 512;
 constexpr auto kWriterPeriod = std::chrono::milliseconds(20);
 // Jobs and records kept for reuse: enough for the entries of a few writer periods.
 constexpr size_t kMaxPooled = 4096;
+// Records and jobs a recording thread takes from the pools at once.
+constexpr size_t kCacheChunk = 32;
 
 std::atomic<uint64_t> g_next_session_id{1};
 
@@ -148,14 +152,47 @@ int64_t CaptureSession::next_count(const std::string& key) {
   return next_count(counter_slot(key));
 }
 
+// Per recording thread: records and jobs taken from a session's pools a chunk at a time, so that
+// recording an entry takes no pool lock (each lock is a locked instruction that drains the
+// store buffer, and the pool's cache line travels between the recording and writer cores).
+struct CaptureSession::ProducerCache {
+  uint64_t session = 0;
+  std::vector<EntryRecord> records;
+  std::vector<std::unique_ptr<Job>> jobs;
+};
+
+CaptureSession::ProducerCache& CaptureSession::producer_cache() {
+  thread_local ProducerCache cache;
+  if (cache.session != id_) {  // another session's leftovers: dropped, not mixed in
+    cache.records.clear();
+    cache.jobs.clear();
+    cache.session = id_;
+  }
+  return cache;
+}
+
+namespace {
+// Moves up to kCacheChunk items from the back of `pool` to `local`.
+template <typename T>
+void take_chunk(std::vector<T>& pool, std::vector<T>& local) {
+  const size_t n = std::min(pool.size(), kCacheChunk);
+  for (size_t i = 0; i < n; ++i) {
+    local.push_back(std::move(pool.back()));
+    pool.pop_back();
+  }
+}
+}  // namespace
+
 EntryRecord CaptureSession::new_record() {
-  {
+  ProducerCache& c = producer_cache();
+  if (c.records.empty()) {
     std::lock_guard<std::mutex> lk(pool_mu_);
-    if (!free_records_.empty()) {
-      EntryRecord r = std::move(free_records_.back());
-      free_records_.pop_back();
-      return r;
-    }
+    take_chunk(free_records_, c.records);
+  }
+  if (!c.records.empty()) {
+    EntryRecord r = std::move(c.records.back());
+    c.records.pop_back();
+    return r;
   }
   // Room for a typical API entry (a few tensors), so that it does not grow step by step.
   EntryRecord r;
@@ -172,13 +209,15 @@ std::shared_ptr<const std::string> CaptureSession::job_dir() {
 }
 
 std::unique_ptr<CaptureSession::Job> CaptureSession::new_job() {
-  {
+  ProducerCache& c = producer_cache();
+  if (c.jobs.empty()) {
     std::lock_guard<std::mutex> lk(pool_mu_);
-    if (!free_jobs_.empty()) {
-      std::unique_ptr<Job> job = std::move(free_jobs_.back());
-      free_jobs_.pop_back();
-      return job;
-    }
+    take_chunk(free_jobs_, c.jobs);
+  }
+  if (!c.jobs.empty()) {
+    std::unique_ptr<Job> job = std::move(c.jobs.back());
+    c.jobs.pop_back();
+    return job;
   }
   return std::make_unique<Job>();
 }
@@ -318,9 +357,15 @@ void CaptureSession::writer_loop() {
     }
     batch.clear();
     {
+      // The batch's counts join stats_ here, not per entry: the queue lock is the one training
+      // threads take to submit.
       std::lock_guard<std::mutex> lk(mu_);
       completed_ += done;
+      stats_.entries += batch_counts_.entries;
+      stats_.tensor_files += batch_counts_.tensor_files;
+      stats_.tensor_bytes += batch_counts_.tensor_bytes;
     }
+    batch_counts_ = SessionStats();
     cv_done_.notify_all();
   }
 }
@@ -406,11 +451,8 @@ void CaptureSession::run_job(Job& job) {
     write_npy(dir + "/" + t.data_name, t.pending.bytes(), t.pending.dtype, t.shape);
     size_t bytes = dtype_size(t.pending.dtype);
     for (int64_t d : t.shape) bytes *= static_cast<size_t>(d);
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      ++stats_.tensor_files;
-      stats_.tensor_bytes += bytes;
-    }
+    ++batch_counts_.tensor_files;
+    batch_counts_.tensor_bytes += bytes;
     t.pending = {};
   }
   render_entry_record(rec, rendered_);
@@ -427,13 +469,14 @@ void CaptureSession::run_job(Job& job) {
       it = rendered_stacks_.emplace(job.frames.get(), std::make_pair(job.frames, std::move(lines)))
                .first;
     }
-    writer_->add_stack(rec.name, it->second.second);
+    // The Frames object is the stack's key: rendered_stacks_ keeps it alive as long as the writer.
+    writer_->add_stack(rec.name, it->second.second,
+                       static_cast<uint64_t>(reinterpret_cast<uintptr_t>(job.frames.get())));
   }
   if (job.has_parent && cfg_.extra_info && cfg_.level != Level::kL1 && cfg_.level != Level::kL2)
     writer_->add_construct(
         rec.name, job.parent ? std::optional<std::string_view>(*job.parent) : std::nullopt);
-  std::lock_guard<std::mutex> lk(mu_);
-  ++stats_.entries;
+  ++batch_counts_.entries;
 }
 
 }  // namespace numprobe::capture

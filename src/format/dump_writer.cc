@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "format/dump_render.h"
 #include "format/file_util.h"
@@ -17,11 +16,14 @@
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
 #include "numprobe/stack_construct.h"
+#include "numprobe/string_pool.h"
 
 namespace numprobe {
 namespace {
 
-RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact, bool durable);
+// Journal writes are gathered up to this size, dump.json text too. Below glibc's mmap threshold
+// (128 KiB): the buffers never move to fresh, page-faulting pages.
+constexpr size_t kHeldBytes = size_t{64} << 10;
 
 std::string journal_path(const std::string& dir) {
   return dir + "/" + kJournalFileName;
@@ -40,23 +42,11 @@ std::vector<std::string> header_fields(const DumpHeader& h) {
           "data",          ""};
 }
 
-}  // namespace
-
-DumpWriter::DumpWriter(const std::string& rank_dir, const DumpHeader& header, DumpWriterOptions opt)
-    : dir_(rank_dir), opt_(opt) {
-  open_journal();
-  auto fields = header_fields(header);
-  append_header(std::vector<std::string_view>(fields.begin(), fields.end()));
-}
-
-DumpWriter::DumpWriter(const std::string& rank_dir, const DumpFile& header_from,
-                       DumpWriterOptions opt)
-    : dir_(rank_dir), opt_(opt) {
-  open_journal();
-  auto members = format::render_header_members(header_from);
+std::vector<std::string> header_fields(const DumpFile& d) {
+  auto members = format::render_header_members(d);
   std::vector<std::string> fields;
   for (size_t i = 0; i <= members.size(); ++i) {
-    if (i == header_from.data_position) {
+    if (i == d.data_position) {
       fields.emplace_back("data");
       fields.emplace_back();
     }
@@ -65,29 +55,189 @@ DumpWriter::DumpWriter(const std::string& rank_dir, const DumpFile& header_from,
       fields.push_back(members[i].second);
     }
   }
-  append_header(std::vector<std::string_view>(fields.begin(), fields.end()));
+  return fields;
+}
+
+std::vector<std::string_view> views(const std::vector<std::string>& v) {
+  return std::vector<std::string_view>(v.begin(), v.end());
+}
+
+}  // namespace
+
+namespace format {
+
+// Builds dump.json, stack.json and construct.json from records in journal order. The writer
+// feeds it as records are added, recovery feeds it a journal's records: both give the same files.
+// dump.json text goes to `file` every kHeldBytes when there is one (else it stays in dump_text);
+// the stack and construct tables stay in memory (names and distinct frames only).
+//
+// The header comes first (a later header, or one after entries, is ignored); a repeated entry,
+// stack or construct name keeps its first record.
+struct DumpAssembly {
+  explicit DumpAssembly(AtomicFileWriter* f) : file(f) {
+    dump_text.reserve(kHeldBytes + kHeldBytes / 2);
+    construct.begin_object();
+  }
+
+  // fields: key, rendered value, ...; the pair ("data", "") marks the slot of the entries.
+  void header(const std::vector<std::string_view>& fields) {
+    if (have_header || data_open) return;
+    have_header = true;
+    open_data(&fields);
+  }
+
+  void entry(std::string_view name, std::string_view body) {
+    if (!data_open) open_data(nullptr);
+    const size_t before = entry_names.size();
+    entry_names.intern(name);
+    if (entry_names.size() == before) return;
+    dump.key(name);
+    dump.raw_value(body);
+    ++entries;
+    if (file != nullptr && dump_text.size() >= kHeldBytes) spill();
+  }
+
+  // The group holding these frames (a new one if no earlier stack had them).
+  uint32_t group_of_frames(const std::vector<std::string_view>& frames) {
+    std::string key;
+    for (auto f : frames) {
+      key.append(f);
+      key += '\0';
+    }
+    auto [it, fresh] =
+        stack_groups.emplace(std::move(key), static_cast<uint32_t>(stacks.group_frames.size()));
+    if (fresh) {
+      stacks.group_names.emplace_back();
+      stacks.group_frames.emplace_back();
+      for (auto f : frames) stacks.group_frames.back().push_back(stacks.strings.intern(f));
+    }
+    return it->second;
+  }
+  // The group of an earlier entry's stack, or kNoString.
+  uint32_t group_of_name(std::string_view name) const {
+    uint32_t id = stacks.strings.find(name);
+    if (id == kNoString) return kNoString;
+    auto it = stacks.group_of.find(id);
+    return it == stacks.group_of.end() ? kNoString : it->second;
+  }
+  void add_to_group(std::string_view name, uint32_t group) {
+    uint32_t name_id = stacks.strings.intern(name);
+    if (stacks.group_of.emplace(name_id, group).second) {
+      stacks.group_names[group].push_back(name_id);
+      ++stack_entries;
+    }
+  }
+
+  void construct_edge(std::string_view name, std::string_view rendered_parent) {
+    const size_t before = construct_names.size();
+    construct_names.intern(name);
+    if (construct_names.size() == before) return;
+    construct.key(name);
+    construct.raw_value(rendered_parent);
+    ++constructs;
+  }
+
+  // Completes the text of dump.json (the rest written to `file`, if any) and of construct.json.
+  void finish() {
+    if (!data_open) open_data(nullptr);
+    dump.end_object();  // data
+    for (size_t i = 0; i + 1 < after_data.size(); i += 2) {
+      dump.key(after_data[i]);
+      dump.raw_value(after_data[i + 1]);
+    }
+    dump.end_object();
+    construct.end_object();
+    if (file != nullptr) spill();
+  }
+
+  AtomicFileWriter* file;
+  std::string dump_text;
+  PyJsonWriter dump{dump_text, 1, 0};
+  bool have_header = false;
+  bool data_open = false;
+  std::vector<std::string> after_data;  // header members after "data": key, value, ...
+  StringPool entry_names;
+  StackTable stacks;
+  std::unordered_map<std::string, uint32_t> stack_groups;  // frames joined by '\0' -> group
+  std::unordered_map<uint64_t, uint32_t> stack_keys;       // the writer's stack keys -> group
+  std::string construct_text;
+  PyJsonWriter construct{construct_text, 1, 0};
+  StringPool construct_names;
+  size_t entries = 0, stack_entries = 0, constructs = 0;
+
+ private:
+  void spill() {
+    file->write(dump_text);
+    dump_text.clear();
+  }
+
+  // Writes the header members before "data" and opens it; the rest waits for finish().
+  void open_data(const std::vector<std::string_view>* fields) {
+    dump.begin_object();
+    bool data_seen = false;
+    if (fields != nullptr) {
+      for (size_t i = 0; i + 1 < fields->size(); i += 2) {
+        std::string_view k = (*fields)[i], v = (*fields)[i + 1];
+        if (!data_seen && k == "data" && v.empty()) {
+          data_seen = true;
+          dump.key("data");
+          dump.begin_object();
+        } else if (data_seen) {
+          after_data.emplace_back(k);
+          after_data.emplace_back(v);
+        } else {
+          dump.key(k);
+          dump.raw_value(v);
+        }
+      }
+    }
+    if (!data_seen) {
+      dump.key("data");
+      dump.begin_object();
+    }
+    data_open = true;
+  }
+};
+
+}  // namespace format
+
+DumpWriter::DumpWriter(const std::string& rank_dir, const DumpHeader& header, DumpWriterOptions opt)
+    : dir_(rank_dir), opt_(opt) {
+  open_journal();
+  append_header(views(header_fields(header)));
+}
+
+DumpWriter::DumpWriter(const std::string& rank_dir, const DumpFile& header_from,
+                       DumpWriterOptions opt)
+    : dir_(rank_dir), opt_(opt) {
+  open_journal();
+  append_header(views(header_fields(header_from)));
 }
 
 void DumpWriter::append_header(const std::vector<std::string_view>& fields) {
   try {
+    dump_file_ =
+        std::make_unique<format::AtomicFileWriter>(dir_ + "/dump.json", opt_.sync_each_record);
+    out_ = std::make_unique<format::DumpAssembly>(dump_file_.get());
     append(format::kRecHeader, fields);
+    out_->header(fields);
   } catch (...) {
     // The destructor does not run for a throwing constructor.
+    out_.reset();
+    dump_file_.reset();
     ::close(fd_);
     fd_ = -1;
     throw;
   }
 }
 
-namespace {
-constexpr size_t kHeldBytes = size_t{64} << 10;
-}  // namespace
-
+// Unfinished (a crash-like close): the held records go to the journal, which stays;
+// dump.json.tmp is removed by its writer's destructor.
 DumpWriter::~DumpWriter() {
   if (fd_ >= 0) {
     try {
       write_buffer();
-    } catch (const Error&) {  // a crash-like close: what cannot be written is lost
+    } catch (const Error&) {  // what cannot be written is lost, as in a crash
     }
     ::close(fd_);
   }
@@ -125,7 +275,6 @@ void DumpWriter::append(char type, const std::vector<std::string_view>& fields) 
 
 void DumpWriter::hold_writes() {
   holding_ = true;
-  // Below glibc's mmap threshold (128 KiB): the buffer never moves to fresh, page-faulting pages.
   buf_.reserve(kHeldBytes + kHeldBytes / 2);
 }
 
@@ -150,8 +299,10 @@ void DumpWriter::write_buffer() {
   if (opt_.sync_each_record) ::fdatasync(fd_);
 }
 
+// Every record is encoded into the journal before the files being built take it.
 void DumpWriter::add_entry(std::string_view name, std::string_view body) {
   append(format::kRecEntry, {name, body});
+  out_->entry(name, body);
   ++entries_;
 }
 
@@ -159,10 +310,27 @@ void DumpWriter::add_entry(const DumpFile& d, size_t index) {
   add_entry(d.entry_name(index), format::render_entry_body(d, index));
 }
 
-void DumpWriter::add_stack(std::string_view name, const std::vector<std::string>& frames) {
-  std::vector<std::string_view> fields{name};
-  for (const auto& f : frames) fields.emplace_back(f);
-  append(format::kRecStack, fields);
+void DumpWriter::add_stack(std::string_view name, const std::vector<std::string>& frames,
+                           uint64_t key) {
+  format::DumpAssembly& a = *out_;
+  uint32_t group = kNoString;
+  if (key != 0) {
+    if (auto it = a.stack_keys.find(key); it != a.stack_keys.end()) group = it->second;
+  }
+  if (group == kNoString) {
+    // A new key may still name frames an earlier stack had (under another key, or none).
+    group = a.group_of_frames(views(frames));
+    if (key != 0) a.stack_keys.emplace(key, group);
+  }
+  const auto& names = a.stacks.group_names[group];
+  if (!names.empty()) {
+    append(format::kRecStackRef, {name, a.stacks.strings.get(names.front())});
+  } else {
+    std::vector<std::string_view> fields{name};
+    for (const auto& f : frames) fields.emplace_back(f);
+    append(format::kRecStack, fields);
+  }
+  a.add_to_group(name, group);
 }
 
 void DumpWriter::add_construct(std::string_view name, std::optional<std::string_view> parent) {
@@ -172,11 +340,13 @@ void DumpWriter::add_construct(std::string_view name, std::optional<std::string_
     format::append_py_string(value, *parent);
   }
   append(format::kRecConstruct, {name, value});
+  out_->construct_edge(name, value);
 }
 
 void DumpWriter::add_construct(const ConstructTable& table, const ConstructEdge& edge) {
   std::string value = render_construct_parent(table, edge);
   append(format::kRecConstruct, {table.strings.get(edge.node), value});
+  out_->construct_edge(table.strings.get(edge.node), value);
 }
 
 void DumpWriter::finish() {
@@ -185,111 +355,68 @@ void DumpWriter::finish() {
   finished_ = true;
   ::close(fd_);
   fd_ = -1;
-  assemble_to_files(dir_, /*require_intact=*/true, /*durable=*/opt_.sync_each_record);
+  // stack.json and construct.json first, dump.json last: its presence marks the set complete.
+  out_->finish();
+  format::AtomicFileWriter stack_file(dir_ + "/stack.json", opt_.sync_each_record);
+  stack_file.write(render_stack_json(out_->stacks));
+  format::AtomicFileWriter construct_file(dir_ + "/construct.json", opt_.sync_each_record);
+  construct_file.write(out_->construct_text);
+  stack_file.commit();
+  construct_file.commit();
+  dump_file_->commit();
+  ::unlink(journal_path(dir_).c_str());
 }
 
 namespace {
 
-// Text output that spills to a file every few MB, or stays in memory when there is no file.
-struct Sink {
-  std::string buf;
-  format::AtomicFileWriter* file = nullptr;
-  void spill(bool force = false) {
-    if (file != nullptr && (force || buf.size() >= (size_t{4} << 20))) {
-      file->write(buf);
-      buf.clear();
-    }
-  }
-};
-
-// Two passes over the journal: side records (header, stacks, construct edges) first, then the
-// entries streamed into dump.json in journal order. Memory: the stack table, the set of names
-// seen, and a few MB of output buffer.
-RecoverReport assemble(const char* data, size_t size, const std::string& name, Sink& dump,
-                       Sink& stack, Sink& construct) {
+// Feeds a journal's intact records to an assembly (a stack reference to an entry without a stack
+// is ignored) and completes it.
+RecoverReport assemble(const char* data, size_t size, const std::string& name,
+                       format::DumpAssembly& a) {
   format::JournalReader reader(data, size, name);
   RecoverReport rep;
   rep.had_journal = true;
   rep.bytes_total = size;
-
-  std::vector<std::string> header;
-  bool have_header = false;
-  std::unordered_map<std::string, uint32_t> stack_groups;
-  StackTable stacks;
-  std::unordered_set<std::string_view> seen_construct;
-  format::PyJsonWriter cw(construct.buf, 1, 0);
-  cw.begin_object();
   format::JournalRecord r;
+  std::vector<std::string_view> frames;
   while (reader.next(r)) {
     ++rep.records;
-    if (r.type == format::kRecHeader && !have_header) {
-      have_header = true;
-      header.assign(r.fields.begin(), r.fields.end());
-    } else if (r.type == format::kRecStack && !r.fields.empty()) {
-      std::string key;
-      for (size_t i = 1; i < r.fields.size(); ++i) {
-        key.append(r.fields[i]);
-        key += '\0';
-      }
-      auto [it, fresh] = stack_groups.emplace(std::move(key), stacks.group_frames.size());
-      if (fresh) {
-        stacks.group_names.emplace_back();
-        stacks.group_frames.emplace_back();
-        for (size_t i = 1; i < r.fields.size(); ++i) {
-          stacks.group_frames.back().push_back(stacks.strings.intern(r.fields[i]));
+    switch (r.type) {
+      case format::kRecHeader:
+        a.header(r.fields);
+        break;
+      case format::kRecEntry:
+        if (r.fields.size() == 2) a.entry(r.fields[0], r.fields[1]);
+        break;
+      case format::kRecStack:
+        if (!r.fields.empty()) {
+          frames.assign(r.fields.begin() + 1, r.fields.end());
+          a.add_to_group(r.fields[0], a.group_of_frames(frames));
         }
-      }
-      uint32_t name_id = stacks.strings.intern(r.fields[0]);
-      if (stacks.group_of.emplace(name_id, it->second).second) {
-        stacks.group_names[it->second].push_back(name_id);
-        ++rep.stacks;
-      }
-    } else if (r.type == format::kRecConstruct && r.fields.size() == 2 &&
-               seen_construct.insert(r.fields[0]).second) {
-      cw.key(r.fields[0]);
-      cw.raw_value(r.fields[1]);
-      ++rep.constructs;
-      construct.spill();
+        break;
+      case format::kRecStackRef:
+        if (r.fields.size() == 2) {
+          uint32_t g = a.group_of_name(r.fields[1]);
+          if (g != kNoString) a.add_to_group(r.fields[0], g);
+        }
+        break;
+      case format::kRecConstruct:
+        if (r.fields.size() == 2) a.construct_edge(r.fields[0], r.fields[1]);
+        break;
+      default:
+        break;
     }
   }
-  cw.end_object();
   rep.bytes_dropped = size - reader.valid_bytes();
   rep.detail = reader.stop_reason();
-  stack.buf = render_stack_json(stacks);
-
-  format::PyJsonWriter w(dump.buf, 1, 0);
-  w.begin_object();
-  auto write_data = [&] {
-    w.key("data");
-    w.begin_object();
-    std::unordered_set<std::string_view> seen;
-    reader.rewind();
-    while (reader.next(r)) {
-      if (r.type != format::kRecEntry || r.fields.size() != 2) continue;
-      if (!seen.insert(r.fields[0]).second) continue;
-      w.key(r.fields[0]);
-      w.raw_value(r.fields[1]);
-      ++rep.entries;
-      dump.spill();
-    }
-    w.end_object();
-  };
-  bool data_written = false;
-  for (size_t i = 0; i + 1 < header.size(); i += 2) {
-    if (header[i] == "data" && header[i + 1].empty()) {
-      write_data();
-      data_written = true;
-    } else {
-      w.key(header[i]);
-      w.raw_value(header[i + 1]);
-    }
-  }
-  if (!have_header) {
+  if (!a.have_header) {
     if (!rep.detail.empty()) rep.detail += "; ";
     rep.detail += "no header record (task/level/framework unknown)";
   }
-  if (!data_written) write_data();
-  w.end_object();
+  a.finish();
+  rep.entries = a.entries;
+  rep.stacks = a.stack_entries;
+  rep.constructs = a.constructs;
   return rep;
 }
 
@@ -301,40 +428,31 @@ AssembledDump assemble_journal(const std::string& path) {
 }
 
 AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::string& name) {
-  Sink dump, stack, construct;
+  format::DumpAssembly a(nullptr);
   AssembledDump out;
-  out.report = assemble(data, size, name, dump, stack, construct);
-  out.dump_json = std::move(dump.buf);
-  out.stack_json = std::move(stack.buf);
-  out.construct_json = std::move(construct.buf);
+  out.report = assemble(data, size, name, a);
+  out.dump_json = std::move(a.dump_text);
+  out.stack_json = render_stack_json(a.stacks);
+  out.construct_json = std::move(a.construct_text);
   return out;
 }
 
 namespace {
 
-// Writes the three files from the journal (stack, construct, then dump.json last: its presence
-// marks the set complete) and removes the journal. With require_intact, a damaged journal throws
-// before anything is committed and stays in place.
-// durable: fsync the files before the journal goes (power-loss safety; the writer asks for it
-// only with sync_each_record, whose journal records are themselves synced).
-RecoverReport assemble_to_files(const std::string& rank_dir, bool require_intact, bool durable) {
+// Writes the three files from the journal, keeping every intact record (stack, construct, then
+// dump.json last: its presence marks the set complete), fsynced, and removes the journal.
+RecoverReport assemble_to_files(const std::string& rank_dir) {
   const std::string jpath = journal_path(rank_dir);
   RecoverReport rep;
   {
     format::MappedFile file(jpath);
-    format::AtomicFileWriter dump_file(rank_dir + "/dump.json", durable);
-    format::AtomicFileWriter stack_file(rank_dir + "/stack.json", durable);
-    format::AtomicFileWriter construct_file(rank_dir + "/construct.json", durable);
-    Sink dump, stack, construct;
-    dump.file = &dump_file;
-    stack.file = &stack_file;
-    construct.file = &construct_file;
-    rep = assemble(file.data(), file.size(), jpath, dump, stack, construct);
-    if (require_intact && rep.bytes_dropped != 0) {
-      throw Error(jpath + ": journal damaged while writing (" + rep.detail +
-                  "); it is kept: inspect it or run `numprobe recover`");
-    }
-    for (Sink* sink : {&dump, &stack, &construct}) sink->spill(true);
+    format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
+    format::DumpAssembly a(&dump_file);
+    rep = assemble(file.data(), file.size(), jpath, a);
+    format::AtomicFileWriter stack_file(rank_dir + "/stack.json");
+    stack_file.write(render_stack_json(a.stacks));
+    format::AtomicFileWriter construct_file(rank_dir + "/construct.json");
+    construct_file.write(a.construct_text);
     stack_file.commit();
     construct_file.commit();
     dump_file.commit();
@@ -350,7 +468,7 @@ RecoverReport recover_rank_dir(const std::string& rank_dir) {
   // A journal is always newer than any json files beside it (DumpWriter removes those when it
   // starts), so the journal wins; after a death between assembling and removing the journal the
   // two hold the same content.
-  return assemble_to_files(rank_dir, /*require_intact=*/false, /*durable=*/true);
+  return assemble_to_files(rank_dir);
 }
 
 }  // namespace numprobe

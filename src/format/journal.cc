@@ -21,7 +21,13 @@ uint32_t get_u32(const char* p) {
 }
 
 bool known_type(char t) {
-  return t == kRecHeader || t == kRecEntry || t == kRecStack || t == kRecConstruct;
+  return t == kRecHeader || t == kRecEntry || t == kRecStack || t == kRecConstruct ||
+         t == kRecStackRef;
+}
+
+// The magic of either version, or a prefix of it (n bytes).
+bool is_magic(const char* data, size_t n) {
+  return memcmp(data, kJournalMagic, n) == 0 || memcmp(data, kJournalMagicV1, n) == 0;
 }
 
 }  // namespace
@@ -48,13 +54,13 @@ void encode_record(std::string& out, char type, const std::vector<std::string_vi
 JournalReader::JournalReader(const char* data, size_t size, const std::string& name)
     : data_(data), size_(size) {
   // An empty file maps to no memory at all (data may be null), so test size first.
-  if (size < sizeof kJournalMagic && (size == 0 || memcmp(data, kJournalMagic, size) == 0)) {
+  if (size < sizeof kJournalMagic && (size == 0 || is_magic(data, size))) {
     // The writer stopped before its first write completed: an empty journal, not a foreign file.
     pos_ = valid_ = size;
     stop_reason_ = "journal ends inside its magic (writer stopped before its first record)";
     return;
   }
-  if (size < sizeof kJournalMagic || memcmp(data, kJournalMagic, sizeof kJournalMagic) != 0) {
+  if (size < sizeof kJournalMagic || !is_magic(data, sizeof kJournalMagic)) {
     throw InputError(name, "not a numprobe journal (bad magic)", 0);
   }
   pos_ = valid_ = sizeof kJournalMagic;
@@ -73,8 +79,7 @@ bool JournalReader::next(JournalRecord& r) {
     return stop("truncated or corrupt record (length " + std::to_string(len) + ")");
   }
   const size_t record_end = pos_ + 9 + static_cast<size_t>(len);
-  // A second pass (rewind) does not check again what the first one checked.
-  if (record_end > checked_end_ && crc32(data_ + pos_ + 8, 1 + static_cast<size_t>(len)) != crc) {
+  if (crc32(data_ + pos_ + 8, 1 + static_cast<size_t>(len)) != crc) {
     return stop("record checksum mismatch");
   }
   if (!known_type(type)) return stop("unknown record type");
@@ -96,7 +101,6 @@ bool JournalReader::next(JournalRecord& r) {
   if (p != end) return stop("malformed record fields");
   pos_ = record_end;
   valid_ = pos_;
-  if (valid_ > checked_end_) checked_end_ = valid_;
   return true;
 }
 

@@ -1,5 +1,5 @@
 // The dump journal's byte layout (docs/format.md, "Journal"):
-//   file   := magic "NPJRNL01" record*
+//   file   := magic "NPJRNL02" record*   (version 1 journals, "NPJRNL01", are read too)
 //   record := u32 payload_len | u32 crc32(type, payload) | u8 type | payload
 //   payload:= u32 n_fields (u32 len | bytes)*
 // Little-endian. A record is valid only if it is complete and its CRC matches; reading stops at
@@ -13,7 +13,9 @@
 
 namespace numprobe::format {
 
-inline constexpr char kJournalMagic[8] = {'N', 'P', 'J', 'R', 'N', 'L', '0', '1'};
+// Version 2 adds the stack-reference record; readers take version 1 journals as well.
+inline constexpr char kJournalMagic[8] = {'N', 'P', 'J', 'R', 'N', 'L', '0', '2'};
+inline constexpr char kJournalMagicV1[8] = {'N', 'P', 'J', 'R', 'N', 'L', '0', '1'};
 inline constexpr uint32_t kJournalMaxRecord = 1u << 30;
 
 enum JournalRecordType : char {
@@ -21,6 +23,7 @@ enum JournalRecordType : char {
   kRecEntry = 'E',      // fields: name, rendered body
   kRecStack = 'S',      // fields: name, frame...
   kRecConstruct = 'C',  // fields: name, rendered parent value
+  kRecStackRef = 'T',   // fields: name, name of an earlier entry whose stack this one shares (v2)
 };
 
 void encode_record(std::string& out, char type, const std::vector<std::string_view>& fields);
@@ -38,12 +41,6 @@ class JournalReader {
   JournalReader(const char* data, size_t size, const std::string& name);
   // False at the end or at the first damaged record (see stop_reason()).
   bool next(JournalRecord& r);
-  // Back to the first record. Checksums already verified are not computed again (the bytes are
-  // the same mapping); the pass stops at the same damaged record as before.
-  void rewind() {
-    pos_ = valid_ = size_ < sizeof kJournalMagic ? size_ : sizeof kJournalMagic;
-    stop_reason_.clear();
-  }
   size_t valid_bytes() const { return valid_; }
   const std::string& stop_reason() const { return stop_reason_; }
 
@@ -52,7 +49,6 @@ class JournalReader {
   size_t size_;
   size_t pos_;
   size_t valid_;
-  size_t checked_end_ = 0;  // records ending at or before this offset passed their checksum
   std::string stop_reason_;
 };
 

@@ -37,6 +37,15 @@ class PyJsonWriter {
   void string_value(std::string_view s);
   // Pre-rendered value text (already formatted for the current depth).
   void raw_value(std::string_view text);
+  // For a value the caller writes itself: writes what precedes a value here (separator,
+  // indentation) and returns the output, to which the caller appends exactly one complete value
+  // laid out for depth() and indent().
+  std::string& raw_begin() {
+    before_value();
+    return out_;
+  }
+  int depth() const { return depth_; }
+  int indent() const { return indent_; }
 
  private:
   void before_value();

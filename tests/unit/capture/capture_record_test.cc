@@ -8,10 +8,13 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "format/dump_render.h"
+#include "format/py_json_writer.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
+#include "numprobe/hash.h"
 
 using numprobe::capture::EntryRecord;
 using numprobe::capture::render_entry_record;
@@ -770,3 +773,127 @@ TEST(CaptureRecord, MalformedStreamsThrowInsteadOfCrashing) {
     r.null();
   });
 }
+
+namespace {
+
+// The layout PyJsonWriter gives a leaf: the reference the direct leaf renderer must reproduce.
+void reference_leaf(const TensorLeaf& t, numprobe::format::PyJsonWriter& w) {
+  auto stat = [&](const char* k, double v) {
+    w.key(k);
+    if (t.has_stats)
+      w.float_value(v);
+    else
+      w.null_value();
+  };
+  w.begin_object();
+  w.key("type");
+  w.string_value(t.type);
+  w.key("dtype");
+  w.string_value(t.dtype);
+  w.key("shape");
+  w.begin_array();
+  for (int64_t d : t.shape) w.int_value(d);
+  w.end_array();
+  if (t.bool_stats) {
+    w.key("Max");
+    if (t.has_stats)
+      w.bool_value(t.stats.max != 0);
+    else
+      w.null_value();
+    w.key("Min");
+    if (t.has_stats)
+      w.bool_value(t.stats.min != 0);
+    else
+      w.null_value();
+    w.key("Mean");
+    w.null_value();
+    w.key("Norm");
+    w.null_value();
+  } else {
+    stat("Max", t.stats.max);
+    stat("Min", t.stats.min);
+    stat("Mean", t.stats.mean());
+    stat("Norm", t.stats.norm());
+  }
+  w.key("requires_grad");
+  w.bool_value(t.requires_grad);
+  if (t.crc32) {
+    w.key("md5");
+    w.string_value(numprobe::crc32_hex(*t.crc32));
+  }
+  if (!t.data_name.empty()) {
+    w.key("data_name");
+    w.string_value(t.data_name);
+  }
+  if (t.has_stats && (t.stats.nan_count || t.stats.pos_inf_count || t.stats.neg_inf_count)) {
+    w.key("nan_count");
+    w.int_value(static_cast<int64_t>(t.stats.nan_count));
+    w.key("pos_inf_count");
+    w.int_value(static_cast<int64_t>(t.stats.pos_inf_count));
+    w.key("neg_inf_count");
+    w.int_value(static_cast<int64_t>(t.stats.neg_inf_count));
+  }
+  w.end_object();
+}
+
+// Leaves are written directly, not through PyJsonWriter: every kind of leaf, at every nesting
+// depth, must come out byte for byte as PyJsonWriter writes it.
+TEST(RenderEntryRecord, DirectLeafTextEqualsTheGenericWriters) {
+  std::vector<TensorLeaf> leaves(8);
+  leaves[0].dtype = "torch.float32";
+  leaves[0].shape = {4, 16};
+  leaves[0].has_stats = true;
+  leaves[0].stats = stats(1.5, -2.25, 64, -0.5, 70.0);
+  leaves[0].requires_grad = true;
+  leaves[1].dtype = "torch.bool";  // bool statistics
+  leaves[1].shape = {3};
+  leaves[1].has_stats = true;
+  leaves[1].bool_stats = true;
+  leaves[1].stats = stats(1, 0, 3, 1, 1);
+  leaves[2].dtype = "torch.float16";   // scalar, no statistics
+  leaves[3].dtype = "torch.bfloat16";  // non-finite counts, md5, data_name
+  leaves[3].shape = {2, 0, 5};
+  leaves[3].has_stats = true;
+  leaves[3].stats = stats(kInf, -kInf, 10, kNaN, kInf);
+  leaves[3].stats.nan_count = 2;
+  leaves[3].stats.pos_inf_count = 1;
+  leaves[3].crc32 = 0x0badf00du;
+  leaves[3].data_name = "Functional.linear.0.forward.input.0.npy";
+  leaves[4].dtype = "torch.int64";
+  leaves[4].shape = {1};
+  leaves[4].has_stats = true;
+  leaves[4].stats = stats(7, 7, 1, 7, 49);
+  leaves[5].dtype = "torch.bool";  // bool without statistics
+  leaves[5].bool_stats = true;
+  leaves[6].type = "torch.nn.parameter.Parameter";
+  leaves[6].dtype = "torch.float64";
+  leaves[6].shape = {1, 1, 1, 1, 1, 1, 1, 1};
+  leaves[6].has_stats = true;
+  leaves[6].stats = stats(1e-300, -1e300, 3, 1e-5, 1e17);
+  leaves[7].dtype = "torch.\"quoted\"\tdtype";  // escaping goes through append_py_string
+  for (int depth = 0; depth < 6; ++depth) {
+    for (const TensorLeaf& leaf : leaves) {
+      EntryRecord r;
+      r.name = "Functional.x.0.forward";
+      r.begin_dict();
+      r.key("input_args");
+      for (int d = 0; d < depth; ++d) r.begin_list();
+      TensorLeaf& t = r.tensor();
+      t = leaf;
+      for (int d = 0; d < depth; ++d) r.end();
+      r.end();
+
+      std::string expected;
+      numprobe::format::PyJsonWriter w(expected, 1, 2);
+      w.begin_object();
+      w.key("input_args");
+      for (int d = 0; d < depth; ++d) w.begin_array();
+      reference_leaf(leaf, w);
+      for (int d = 0; d < depth; ++d) w.end_array();
+      w.end_object();
+      EXPECT_EQ(render_entry_record(r), expected) << "depth " << depth << " dtype " << leaf.dtype;
+    }
+  }
+}
+
+}  // namespace
