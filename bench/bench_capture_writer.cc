@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
   for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
     if (f.is_regular_file()) bytes += f.file_size();
   const double n = static_cast<double>(steps) * entries;
-  std::printf("%d steps x %d entries: wall %.3f s, process CPU %.3f s\n", steps, entries, wall, cpu);
+  std::printf("%d steps x %d entries: wall %.3f s, process CPU %.3f s\n", steps, entries, wall,
+              cpu);
   std::printf("per entry: %.2f us CPU (recording + writer), %.2f us wall\n", cpu / n * 1e6,
               wall / n * 1e6);
   std::printf("files: %.1f MB (%.0f bytes per entry), %.1f MB/s of CPU time\n", bytes / 1e6,

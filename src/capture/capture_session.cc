@@ -23,10 +23,10 @@ namespace {
 constexpr size_t kMaxQueuedJobs = 1 << 16;
 // The writer is woken once this many jobs wait, or by its own timer: one wake-up per batch (a
 // wake-up is a futex call on the recording thread).
-constexpr size_t kWakeBatch = 512;
+constexpr size_t kWakeBatch = 2048;
 constexpr auto kWriterPeriod = std::chrono::milliseconds(20);
 // Jobs and records kept for reuse: enough for the entries of a few writer periods.
-constexpr size_t kMaxPooled = 4096;
+constexpr size_t kMaxPooled = 8192;
 // Records and jobs a recording thread takes from the pools at once.
 constexpr size_t kCacheChunk = 32;
 
