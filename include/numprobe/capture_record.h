@@ -166,13 +166,19 @@ class EntryRecord {
   }
 
   // Empties the record but keeps its buffers (records are recycled between entries so that
-  // recording allocates nothing in steady state). Releases pending tensor bytes at once.
+  // recording allocates nothing in steady state). Releases pending tensor bytes and unresolved
+  // device statistics at once; leaves holding neither are only read, not written (the recording
+  // thread writes them next, and a line another core wrote costs it more).
   void clear() {
     name.clear();
     overflow = false;
     tokens_.clear();
     strings_.clear();
-    for (size_t i = 0; i < n_tensors_; ++i) tensors_[i].pending = {};
+    for (size_t i = 0; i < n_tensors_; ++i) {
+      TensorLeaf& t = tensors_[i];
+      if (t.pending.owner || t.pending.arriving || t.pending.data) t.pending = {};
+      if (t.deferred) t.deferred.reset();
+    }
     n_tensors_ = 0;
   }
   std::string_view str(const Token& t) const {

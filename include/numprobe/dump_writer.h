@@ -89,6 +89,11 @@ class DumpWriter {
   void append_header(const std::vector<std::string_view>& fields);
   void append(char type, const std::vector<std::string_view>& fields);
   void write_buffer();
+  // Throws once a write has failed: the files being built, or the journal's tail, are incomplete.
+  void check_usable() const;
+  // Runs f; an exception marks the writer failed.
+  template <typename F>
+  void building(F&& f);
 
   std::string dir_;
   DumpWriterOptions opt_;
@@ -96,6 +101,7 @@ class DumpWriter {
   size_t entries_ = 0;
   bool finished_ = false;
   bool holding_ = false;
+  bool failed_ = false;
   std::string buf_;
   std::unique_ptr<format::AtomicFileWriter> dump_file_;  // dump.json.tmp, written as entries come
   std::unique_ptr<format::DumpAssembly> out_;            // the three files, built as records come

@@ -273,7 +273,8 @@ void CaptureSession::finish_writer() {
     std::lock_guard<std::mutex> lk(mu_);
     if (submitted_ == finished_at_) return;  // nothing written since the last finish
   }
-  std::unique_ptr<Job> job = new_job();
+  // Not from the per-thread cache: this also runs in ~CaptureSession, perhaps at thread exit.
+  auto job = std::make_unique<Job>();
   job->kind = Job::kFinish;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -400,6 +401,10 @@ void CaptureSession::open_writer() {
     for (uint32_t n : stacks.group_names[g]) writer_->add_stack(stacks.strings.get(n), frames);
   }
   for (const auto& e : constructs.edges) writer_->add_construct(constructs, e);
+  // The new writer removed the earlier round's files: its records go to the journal now, not
+  // with the batch, so that a crash meanwhile keeps them.
+  writer_->write_held();
+  writer_->hold_writes();
 }
 
 std::string CaptureSession::frame_text(const StackFrame& f) {

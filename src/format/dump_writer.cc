@@ -222,11 +222,14 @@ void DumpWriter::append_header(const std::vector<std::string_view>& fields) {
     append(format::kRecHeader, fields);
     out_->header(fields);
   } catch (...) {
-    // The destructor does not run for a throwing constructor.
+    // The destructor does not run for a throwing constructor. The journal was created by this
+    // constructor and holds no record: it goes too, or every later writer would refuse the
+    // directory.
     out_.reset();
     dump_file_.reset();
     ::close(fd_);
     fd_ = -1;
+    ::unlink(journal_path(dir_).c_str());
     throw;
   }
 }
@@ -268,6 +271,7 @@ void DumpWriter::open_journal() {
 
 void DumpWriter::append(char type, const std::vector<std::string_view>& fields) {
   if (finished_) throw Error(dir_ + ": record added after finish()");
+  check_usable();
   format::encode_record(buf_, type, fields);
   if (holding_ && buf_.size() < kHeldBytes) return;
   write_buffer();
@@ -291,6 +295,8 @@ void DumpWriter::write_buffer() {
     ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
+      failed_ = true;  // the journal may end in a torn record: nothing more goes after it
+      buf_.clear();
       throw Error(journal_path(dir_) + ": write failed: " + strerror(errno));
     }
     off += static_cast<size_t>(n);
@@ -299,10 +305,27 @@ void DumpWriter::write_buffer() {
   if (opt_.sync_each_record) ::fdatasync(fd_);
 }
 
+void DumpWriter::check_usable() const {
+  if (failed_) {
+    throw Error(dir_ + ": an earlier write failed; the journal keeps what was written (run " +
+                "`numprobe recover " + dir_ + "`)");
+  }
+}
+
+template <typename F>
+void DumpWriter::building(F&& f) {
+  try {
+    f();
+  } catch (...) {
+    failed_ = true;  // the files being built are incomplete: finish() must not commit them
+    throw;
+  }
+}
+
 // Every record is encoded into the journal before the files being built take it.
 void DumpWriter::add_entry(std::string_view name, std::string_view body) {
   append(format::kRecEntry, {name, body});
-  out_->entry(name, body);
+  building([&] { out_->entry(name, body); });
   ++entries_;
 }
 
@@ -312,25 +335,28 @@ void DumpWriter::add_entry(const DumpFile& d, size_t index) {
 
 void DumpWriter::add_stack(std::string_view name, const std::vector<std::string>& frames,
                            uint64_t key) {
+  check_usable();
   format::DumpAssembly& a = *out_;
-  uint32_t group = kNoString;
-  if (key != 0) {
-    if (auto it = a.stack_keys.find(key); it != a.stack_keys.end()) group = it->second;
-  }
-  if (group == kNoString) {
-    // A new key may still name frames an earlier stack had (under another key, or none).
-    group = a.group_of_frames(views(frames));
-    if (key != 0) a.stack_keys.emplace(key, group);
-  }
-  const auto& names = a.stacks.group_names[group];
-  if (!names.empty()) {
-    append(format::kRecStackRef, {name, a.stacks.strings.get(names.front())});
-  } else {
-    std::vector<std::string_view> fields{name};
-    for (const auto& f : frames) fields.emplace_back(f);
-    append(format::kRecStack, fields);
-  }
-  a.add_to_group(name, group);
+  building([&] {
+    uint32_t group = kNoString;
+    if (key != 0) {
+      if (auto it = a.stack_keys.find(key); it != a.stack_keys.end()) group = it->second;
+    }
+    if (group == kNoString) {
+      // A new key may still name frames an earlier stack had (under another key, or none).
+      group = a.group_of_frames(views(frames));
+      if (key != 0) a.stack_keys.emplace(key, group);
+    }
+    const auto& names = a.stacks.group_names[group];
+    if (!names.empty()) {
+      append(format::kRecStackRef, {name, a.stacks.strings.get(names.front())});
+    } else {
+      std::vector<std::string_view> fields{name};
+      for (const auto& f : frames) fields.emplace_back(f);
+      append(format::kRecStack, fields);
+    }
+    a.add_to_group(name, group);
+  });
 }
 
 void DumpWriter::add_construct(std::string_view name, std::optional<std::string_view> parent) {
@@ -340,30 +366,34 @@ void DumpWriter::add_construct(std::string_view name, std::optional<std::string_
     format::append_py_string(value, *parent);
   }
   append(format::kRecConstruct, {name, value});
-  out_->construct_edge(name, value);
+  building([&] { out_->construct_edge(name, value); });
 }
 
 void DumpWriter::add_construct(const ConstructTable& table, const ConstructEdge& edge) {
   std::string value = render_construct_parent(table, edge);
   append(format::kRecConstruct, {table.strings.get(edge.node), value});
-  out_->construct_edge(table.strings.get(edge.node), value);
+  building([&] { out_->construct_edge(table.strings.get(edge.node), value); });
 }
 
+// On any error nothing more is committed and the journal stays (for `numprobe recover`).
 void DumpWriter::finish() {
   if (finished_) return;
+  check_usable();
   write_held();
   finished_ = true;
   ::close(fd_);
   fd_ = -1;
-  // stack.json and construct.json first, dump.json last: its presence marks the set complete.
-  out_->finish();
-  format::AtomicFileWriter stack_file(dir_ + "/stack.json", opt_.sync_each_record);
-  stack_file.write(render_stack_json(out_->stacks));
-  format::AtomicFileWriter construct_file(dir_ + "/construct.json", opt_.sync_each_record);
-  construct_file.write(out_->construct_text);
-  stack_file.commit();
-  construct_file.commit();
-  dump_file_->commit();
+  building([&] {
+    // stack.json and construct.json first, dump.json last: its presence marks the set complete.
+    out_->finish();
+    format::AtomicFileWriter stack_file(dir_ + "/stack.json", opt_.sync_each_record);
+    stack_file.write(render_stack_json(out_->stacks));
+    format::AtomicFileWriter construct_file(dir_ + "/construct.json", opt_.sync_each_record);
+    construct_file.write(out_->construct_text);
+    stack_file.commit();
+    construct_file.commit();
+    dump_file_->commit();
+  });
   ::unlink(journal_path(dir_).c_str());
 }
 

@@ -1,6 +1,7 @@
 // Fuzzes journal scanning and assembly. Half the inputs are raw bytes behind a valid magic (the
 // record parser must stop cleanly at any damage); the other half are decoded into well-formed
 // records whose fields the fuzzer chooses, so assembly and the readers of its output run too.
+// Both versions' magics are used, and every record type, stack references included.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,15 +16,17 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace f = numprobe::format;
   if (size == 0) return 0;
-  std::string bytes(f::kJournalMagic, sizeof f::kJournalMagic);
+  const char* magic = (data[0] & 2) ? f::kJournalMagicV1 : f::kJournalMagic;
+  std::string bytes(magic, sizeof f::kJournalMagic);
   if (data[0] & 1) {
     bytes.append(reinterpret_cast<const char*>(data) + 1, size - 1);
   } else {
     // Records: [type selector][n fields][len][bytes]... taken from the input.
-    static const char kTypes[] = {f::kRecHeader, f::kRecEntry, f::kRecStack, f::kRecConstruct};
+    static const char kTypes[] = {f::kRecHeader,   f::kRecEntry, f::kRecStack,    f::kRecConstruct,
+                                  f::kRecStackRef, f::kRecStack, f::kRecStackRef, f::kRecEntry};
     size_t p = 1;
     while (p + 2 <= size) {
-      char type = kTypes[data[p] & 3];
+      char type = kTypes[data[p] & 7];
       size_t n = data[p + 1] % 6;
       p += 2;
       std::vector<std::string_view> fields;

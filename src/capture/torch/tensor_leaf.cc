@@ -5,6 +5,7 @@
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -341,25 +342,37 @@ std::atomic<uint64_t> g_generation{1};
 
 // Leaf counters, one block per recording thread: a locked add per tensor leaf drained the store
 // buffer on every call (perf put ~3 % of a per-op captured step on it). The owner updates its
-// block with plain relaxed stores; leaf_counters() sums the blocks (never freed: threads are few).
+// block with plain relaxed stores; leaf_counters() sums the live blocks and what exited threads
+// left (a thread's block folds into g_retired_counts when the thread ends).
 struct alignas(64) LeafCountBlock {
   std::atomic<uint64_t> computed{0}, cached{0}, bytes{0};
 };
 std::mutex g_count_blocks_mu;
 std::vector<LeafCountBlock*> g_count_blocks;
-
-LeafCountBlock& thread_counts() {
-  thread_local LeafCountBlock* block = [] {
-    auto* b = new LeafCountBlock;
-    std::lock_guard<std::mutex> lk(g_count_blocks_mu);
-    g_count_blocks.push_back(b);
-    return b;
-  }();
-  return *block;
-}
+LeafCountBlock g_retired_counts;  // guarded by g_count_blocks_mu
 
 void bump(std::atomic<uint64_t>& c, uint64_t n) {
   c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+struct ThreadCounts {
+  LeafCountBlock block;
+  ThreadCounts() {
+    std::lock_guard<std::mutex> lk(g_count_blocks_mu);
+    g_count_blocks.push_back(&block);
+  }
+  ~ThreadCounts() {
+    std::lock_guard<std::mutex> lk(g_count_blocks_mu);
+    bump(g_retired_counts.computed, block.computed.load(std::memory_order_relaxed));
+    bump(g_retired_counts.cached, block.cached.load(std::memory_order_relaxed));
+    bump(g_retired_counts.bytes, block.bytes.load(std::memory_order_relaxed));
+    g_count_blocks.erase(std::find(g_count_blocks.begin(), g_count_blocks.end(), &block));
+  }
+};
+
+LeafCountBlock& thread_counts() {
+  thread_local ThreadCounts counts;
+  return counts.block;
 }
 
 // The address of the counter object a VariableVersion points to: its identity (views share it).
@@ -577,6 +590,9 @@ bool cuda_stats_kernel_built() {
 LeafCounters leaf_counters() {
   LeafCounters c;
   std::lock_guard<std::mutex> lk(g_count_blocks_mu);
+  c.computed = g_retired_counts.computed.load(std::memory_order_relaxed);
+  c.cached = g_retired_counts.cached.load(std::memory_order_relaxed);
+  c.bytes = g_retired_counts.bytes.load(std::memory_order_relaxed);
   for (const LeafCountBlock* b : g_count_blocks) {
     c.computed += b->computed.load(std::memory_order_relaxed);
     c.cached += b->cached.load(std::memory_order_relaxed);

@@ -145,39 +145,40 @@ TEST(CaptureSession, WritesTheStepRankFiles) {
   EXPECT_TRUE(s.writer_error().empty());
 }
 
+// "Functional.relu.<i>.forward" with a leaf of value i. Even entries have a second leaf with an
+// md5 and a file name, odd ones do not: a reused leaf must not keep them.
+static void fill_relu_entry(EntryRecord& r, int i) {
+  r.name = "Functional.relu." + std::to_string(i) + ".forward";
+  r.begin_dict();
+  r.key("input_args");
+  r.begin_list();
+  add_scalar_leaf(r, i);
+  if (i % 2 == 0) {
+    numprobe::capture::TensorLeaf& u = r.tensor();
+    u.dtype = "torch.int64";
+    u.shape = {2, 2};
+    u.crc32 = static_cast<uint32_t>(i);
+    u.data_name = "x" + std::to_string(i) + ".npy";
+  }
+  r.end();
+  r.end();
+}
+
 TEST(CaptureSession, RecycledRecordsWriteOnlyTheirOwnEntry) {
   // new_record() hands out the buffers of entries already written: every entry built in one must
   // come out exactly as the same entry built in a fresh record.
   std::string dir = scratch_dir("capture_session_recycle");
   CaptureSession s(config_in(dir));
   s.start();
-  // Even entries have a second leaf with an md5 and a file name, odd ones do not: a reused leaf
-  // must not keep them.
-  auto fill = [](EntryRecord& r, int i) {
-    r.name = "Functional.relu." + std::to_string(i) + ".forward";
-    r.begin_dict();
-    r.key("input_args");
-    r.begin_list();
-    add_scalar_leaf(r, i);
-    if (i % 2 == 0) {
-      numprobe::capture::TensorLeaf& u = r.tensor();
-      u.dtype = "torch.int64";
-      u.shape = {2, 2};
-      u.crc32 = static_cast<uint32_t>(i);
-      u.data_name = "x" + std::to_string(i) + ".npy";
-    }
-    r.end();
-    r.end();
-  };
   std::vector<std::string> expected;
   Names names;
   for (int i = 0; i < 300; ++i) {
     EntryRecord fresh;
-    fill(fresh, i);
+    fill_relu_entry(fresh, i);
     expected.push_back(numprobe::capture::render_entry_record(fresh));
     names.push_back(fresh.name);
     EntryRecord r = s.new_record();
-    fill(r, i);
+    fill_relu_entry(r, i);
     s.submit(std::move(r));
     if (i % 50 == 49) s.flush();  // written: their records go back to the pool
   }
@@ -186,6 +187,42 @@ TEST(CaptureSession, RecycledRecordsWriteOnlyTheirOwnEntry) {
   ASSERT_EQ(entry_names(d), names);
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_EQ(numprobe::format::render_entry_body(d, i), expected[i]) << names[i];
+}
+
+// Records and jobs are cached per recording thread: a second session on the same thread starts
+// from a clean cache, and entries recorded on another thread arrive as well, each one whole.
+TEST(CaptureSession, PerThreadCachesServeLaterSessionsAndOtherThreads) {
+  for (int round = 0; round < 2; ++round) {
+    std::string dir = scratch_dir("capture_session_cache" + std::to_string(round));
+    CaptureSession s(config_in(dir));
+    s.start();
+    Names names;
+    std::vector<std::string> expected;
+    for (int i = 0; i < 300; ++i) {
+      EntryRecord fresh;
+      fill_relu_entry(fresh, i);
+      names.push_back(fresh.name);
+      expected.push_back(numprobe::capture::render_entry_record(fresh));
+    }
+    auto record = [&](int from, int to) {
+      for (int i = from; i < to; ++i) {
+        EntryRecord r = s.new_record();
+        fill_relu_entry(r, i);
+        s.submit(std::move(r));
+      }
+    };
+    record(0, 100);
+    s.flush();  // their records go back to the pool, for either thread to take
+    std::thread other(record, 100, 200);
+    other.join();
+    s.flush();
+    record(200, 300);
+    s.stop();
+    numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/rank/dump.json");
+    ASSERT_EQ(entry_names(d), names);
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(numprobe::format::render_entry_body(d, i), expected[i]) << names[i];
+  }
 }
 
 TEST(CaptureSession, CounterSlotsRestartEachStep) {

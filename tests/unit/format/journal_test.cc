@@ -260,6 +260,64 @@ TEST(DumpWriter, FinishCommitsEveryRecordWhateverHappenedToTheJournal) {
   EXPECT_EQ(d.entry_name(1), "Functional.relu.1.forward");
 }
 
+// finish() builds nothing from the journal, so when it fails the journal is the only full copy:
+// it must stay, and dump.json must not be committed.
+TEST(DumpWriter, FailedFinishCommitsNoDumpAndKeepsTheJournal) {
+  std::string dir = scratch_dir("writer_finish_fails");
+  DumpWriter w(dir, DumpHeader{});
+  w.add_entry("Functional.relu.0.forward", "{}");
+  fs::create_directories(dir + "/stack.json.tmp");  // stack.json cannot be written
+  EXPECT_THROW(w.finish(), Error);
+  EXPECT_FALSE(fs::exists(dir + "/dump.json"));
+  EXPECT_TRUE(fs::exists(dir + "/dump.journal"));
+  fs::remove_all(dir + "/stack.json.tmp");
+  RecoverReport r = recover_rank_dir(dir);
+  EXPECT_EQ(r.entries, 1u);
+  EXPECT_TRUE(fs::exists(dir + "/dump.json"));
+}
+
+// A writer that cannot start leaves no journal behind (else every later writer would refuse the
+// directory); one that stops unfinished leaves its journal and no dump.json.tmp fragment.
+TEST(DumpWriter, ConstructorFailureLeavesNoJournalAndCrashLeavesNoFragment) {
+  std::string dir = scratch_dir("writer_ctor_fails");
+  fs::create_directories(dir + "/dump.json.tmp");  // dump.json.tmp cannot be created
+  EXPECT_THROW(DumpWriter(dir, DumpHeader{}), Error);
+  EXPECT_FALSE(fs::exists(dir + "/dump.journal"));
+  fs::remove_all(dir + "/dump.json.tmp");
+  {
+    DumpWriter w(dir, DumpHeader{});
+    w.add_entry("Functional.relu.0.forward", "{}");
+    EXPECT_TRUE(fs::exists(dir + "/dump.json.tmp"));
+  }
+  EXPECT_FALSE(fs::exists(dir + "/dump.json.tmp"));
+  EXPECT_TRUE(fs::exists(dir + "/dump.journal"));
+  EXPECT_EQ(recover_rank_dir(dir).entries, 1u);
+}
+
+// A journal cut between a stack record and the references to it keeps what came before.
+TEST(DumpWriter, JournalCutAfterASharedStackRecoversTheEntriesBeforeTheCut) {
+  const std::vector<std::string> frames{"File a.py, line 1, in f, \n x = 1"};
+  std::string dir = scratch_dir("writer_stack_cut");
+  {
+    DumpWriter w(dir, DumpHeader{});
+    for (int i = 0; i < 3; ++i) {
+      const std::string name = "Functional.relu." + std::to_string(i) + ".forward";
+      w.add_entry(name, "{}");
+      w.add_stack(name, frames, 9);
+    }
+  }
+  const std::string j = read_file(dir + "/dump.journal");
+  // Inside the last record: entry 2's stack reference.
+  const size_t cut = j.rfind("Functional.relu.2.forward");
+  write_file(dir + "/dump.journal", j.substr(0, cut));
+  RecoverReport r = recover_rank_dir(dir);
+  EXPECT_GT(r.bytes_dropped, 0u);
+  EXPECT_EQ(r.entries, 3u);
+  StackTable t = read_stack_json(dir + "/stack.json");
+  ASSERT_EQ(t.group_names.size(), 1u);
+  EXPECT_EQ(t.group_names[0].size(), 2u);  // entries 0 and 1
+}
+
 // Entries sharing a stack: the journal holds its frames once (later entries name the first), and
 // both finish() and recovery from the journal give the same stack.json.
 TEST(DumpWriter, SharedStacksAreJournaledOnceAndRecoveredWhole) {
