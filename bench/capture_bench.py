@@ -8,8 +8,10 @@ Each ratio is the median over rounds of (median captured step / median uncapture
 round: rounds alternate the two, so slow drifts of this VM cancel. "cpu ratio" is the median over
 rounds of the process CPU time (every thread: training, statistics workers, writer) of a round's
 captured steps, the writer flushed, over that of its uncaptured steps: the work capture adds,
-which CPU steal and other tenants of a VM disturb far less than wall time. A captured step is start(model) + step + stop() + step(): the step's
-files are assembled by the writer thread meanwhile ("writer queue max" shows whether it keeps
+which CPU steal and other tenants of a VM disturb far less than wall time. "thread ratio" is the
+same for the training thread's own CPU time (time.thread_time()): what capture costs the thread
+that trains, the writer excluded. A captured step is start(model) + step + stop() + step(): the
+step's files are assembled by the writer thread meanwhile ("writer queue max" shows whether it keeps
 up: it blocks training only at 65,536 queued entries; "stats MB/step" is what the statistics
 passes read per captured step, "cached" the share of tensor leaves served by the per-version cache).
 Usage: /usr/bin/python3 bench/capture_bench.py [--quick] [--only=throughput,per-op,non-target]
@@ -114,7 +116,7 @@ def measure(build, level, steps, target_step=True, rounds=3):
                                      step=[0] if not target_step else None)
     if not target_step:
         dbg.set_init_step(1)  # every measured step is past the selected one
-    ratios, cpu_ratios = [], []
+    ratios, cpu_ratios, thread_ratios = [], [], []
     before = dbg.stats()
 
     def captured():
@@ -123,16 +125,18 @@ def measure(build, level, steps, target_step=True, rounds=3):
         dbg.stop()
         dbg.step()
     for _ in range(rounds):
-        c0 = time.process_time()
+        c0, t0 = time.process_time(), time.thread_time()
         b = timed(base_step, steps)
-        c1 = time.process_time()
+        c1, t1 = time.process_time(), time.thread_time()
         c = timed(captured, steps)
+        t2 = time.thread_time()
         dbg.flush()  # the writer's work on these steps is counted in this round's CPU time
         c2 = time.process_time()
         base += b
         cap += c
         ratios.append(statistics.median(c) / statistics.median(b))
         cpu_ratios.append((c2 - c1) / max(c1 - c0, 1e-9))
+        thread_ratios.append((t2 - t1) / max(t1 - t0, 1e-9))
     dbg.flush()  # the writer assembles steps in the background; count what it wrote
     stats = dbg.stats()
     dbg.close()
@@ -144,12 +148,14 @@ def measure(build, level, steps, target_step=True, rounds=3):
     mb = (stats.get("stats_bytes", 0) - before.get("stats_bytes", 0)) / n / 1e6
     share = cached / (computed + cached) if computed + cached else 0.0
     return (statistics.median(base), statistics.median(cap), statistics.median(ratios),
-            statistics.median(cpu_ratios), per_step, stats["queue_high_water"], mb, share)
+            statistics.median(cpu_ratios), statistics.median(thread_ratios), per_step,
+            stats["queue_high_water"], mb, share)
 
 
-def report(name, level, b, c, ratio, cpu_ratio, entries, queue, mb, share):
+def report(name, level, b, c, ratio, cpu_ratio, thread_ratio, entries, queue, mb, share):
     print(f"{name:11s} {level:4s} base {b * 1e3:8.2f} ms  captured {c * 1e3:8.2f} ms  "
-          f"ratio {ratio:5.2f}x  cpu ratio {cpu_ratio:5.2f}x  entries/step {entries:7.1f}  "
+          f"ratio {ratio:5.2f}x  cpu ratio {cpu_ratio:5.2f}x  thread ratio {thread_ratio:5.2f}x  "
+          f"entries/step {entries:7.1f}  "
           f"writer queue max {queue}  stats MB/step {mb:6.1f}  cached {share * 100:3.0f}%",
           flush=True)
 

@@ -7,14 +7,19 @@
 
 namespace numprobe::format {
 
-void append_py_float(std::string& out, double v) {
+size_t format_py_float(char* out, double v) {
+  char* o = out;
+  auto put = [&](std::string_view t) {
+    std::memcpy(o, t.data(), t.size());
+    o += t.size();
+  };
   if (std::isnan(v)) {
-    out += "NaN";
-    return;
+    put("NaN");
+    return static_cast<size_t>(o - out);
   }
   if (std::isinf(v)) {
-    out += v > 0 ? "Infinity" : "-Infinity";
-    return;
+    put(v > 0 ? "Infinity" : "-Infinity");
+    return static_cast<size_t>(o - out);
   }
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
@@ -34,36 +39,45 @@ void append_py_float(std::string& out, double v) {
     if (*p == '+') ++p;
     std::from_chars(p, r.ptr, exp10);
   }
-  if (neg) out += '-';
+  if (neg) *o++ = '-';
   const std::string_view all(digits, static_cast<size_t>(nd));
+  auto zeros = [&](int n) {
+    std::memset(o, '0', static_cast<size_t>(n));
+    o += n;
+  };
   if (exp10 >= -4 && exp10 < 16) {
     if (exp10 < 0) {
-      out += "0.";
-      out.append(static_cast<size_t>(-exp10 - 1), '0');
-      out += all;
+      put("0.");
+      zeros(-exp10 - 1);
+      put(all);
     } else if (exp10 + 1 >= nd) {
-      out += all;
-      out.append(static_cast<size_t>(exp10 + 1 - nd), '0');
-      out += ".0";
+      put(all);
+      zeros(exp10 + 1 - nd);
+      put(".0");
     } else {
-      out += all.substr(0, static_cast<size_t>(exp10 + 1));
-      out += '.';
-      out += all.substr(static_cast<size_t>(exp10 + 1));
+      put(all.substr(0, static_cast<size_t>(exp10 + 1)));
+      *o++ = '.';
+      put(all.substr(static_cast<size_t>(exp10 + 1)));
     }
-    return;
+    return static_cast<size_t>(o - out);
   }
-  out += digits[0];
+  *o++ = digits[0];
   if (nd > 1) {
-    out += '.';
-    out += all.substr(1);
+    *o++ = '.';
+    put(all.substr(1));
   }
   // Python's repr: e, sign, at least two exponent digits.
   const int e = exp10 < 0 ? -exp10 : exp10;
-  out += exp10 < 0 ? "e-" : "e+";
-  if (e < 10) out += '0';
-  char ebuf[8];
-  auto er = std::to_chars(ebuf, ebuf + sizeof ebuf, e);
-  out.append(ebuf, static_cast<size_t>(er.ptr - ebuf));
+  put(exp10 < 0 ? "e-" : "e+");
+  if (e < 10) *o++ = '0';
+  auto er = std::to_chars(o, o + 8, e);
+  o = er.ptr;
+  return static_cast<size_t>(o - out);
+}
+
+void append_py_float(std::string& out, double v) {
+  char buf[kMaxPyFloatChars];
+  out.append(buf, format_py_float(buf, v));
 }
 
 namespace {

@@ -14,6 +14,9 @@ namespace numprobe::format {
 // repr(float) as CPython prints it: shortest round-trip digits, exponent form outside
 // 1e-4 <= |v| < 1e16, always a '.0' or exponent so it reads back as a float.
 void append_py_float(std::string& out, double v);
+// The same into out[0..kMaxPyFloatChars); returns the length.
+inline constexpr size_t kMaxPyFloatChars = 32;
+size_t format_py_float(char* out, double v);
 // A JSON string literal with Python's ensure_ascii escaping (input is UTF-8; invalid bytes are
 // escaped as \u00XX so output is always valid JSON).
 void append_py_string(std::string& out, std::string_view s);
