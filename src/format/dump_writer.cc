@@ -1,6 +1,7 @@
 #include "numprobe/dump_writer.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +28,16 @@ constexpr size_t kHeldBytes = size_t{64} << 10;
 
 std::string journal_path(const std::string& dir) {
   return dir + "/" + kJournalFileName;
+}
+
+// True while a live DumpWriter holds the journal's lock. Where locks are not supported the answer
+// is false (the journal then looks like one a dead writer left).
+bool journal_in_use(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return busy;
 }
 
 std::vector<std::string> header_fields(const DumpHeader& h) {
@@ -254,6 +265,11 @@ void DumpWriter::open_journal() {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     if (errno == EEXIST) {
+      if (journal_in_use(path)) {
+        throw Error(path +
+                    ": another writer is writing this directory now (two debuggers or processes "
+                    "with the same dump_path, step and rank?)");
+      }
       throw Error(path +
                   ": a journal already exists (an earlier writer stopped mid-step); run "
                   "`numprobe recover " +
@@ -261,6 +277,9 @@ void DumpWriter::open_journal() {
     }
     throw Error(path + ": cannot create: " + strerror(errno));
   }
+  // Held until the journal is closed (also by the kernel when the process dies): recovery and
+  // other writers can tell a live journal from one a dead writer left.
+  ::flock(fd_, LOCK_EX | LOCK_NB);
   // From here on the journal is the authority for this rank directory: files of an earlier run go,
   // so that a journal next to a dump.json can only mean "died after assembling" (same content).
   for (const char* f : {"dump.json", "stack.json", "construct.json"}) {
@@ -495,6 +514,12 @@ RecoverReport assemble_to_files(const std::string& rank_dir) {
 
 RecoverReport recover_rank_dir(const std::string& rank_dir) {
   if (!format::file_exists(journal_path(rank_dir))) return RecoverReport{};
+  // Recovering a live journal would remove it under its writer, and lose every record after.
+  if (journal_in_use(journal_path(rank_dir))) {
+    throw Error(journal_path(rank_dir) +
+                ": a running process is still writing this journal; recover it after that "
+                "process has ended");
+  }
   // A journal is always newer than any json files beside it (DumpWriter removes those when it
   // starts), so the journal wins; after a death between assembling and removing the journal the
   // two hold the same content.

@@ -69,15 +69,33 @@ TEST(DumpWriter, HeaderFromFieldsMatchesMsprobeLayout) {
   EXPECT_EQ(read_file(out + "/construct.json"), "{}");
 }
 
+// A journal a dead writer left must be recovered first; one a live writer holds is that writer's:
+// a second writer and `numprobe recover` both refuse it (recovering would remove the journal
+// under its writer and lose every later record).
 TEST(DumpWriter, RefusesToOverwriteAJournal) {
   std::string out = scratch_dir("writer_refuse");
-  DumpWriter first(out, DumpHeader{});
-  try {
-    DumpWriter second(out, DumpHeader{});
-    FAIL() << "second writer accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("numprobe recover"), std::string::npos);
-  }
+  auto refusal = [&] {
+    try {
+      DumpWriter second(out, DumpHeader{});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  {
+    DumpWriter first(out, DumpHeader{});
+    first.add_entry("Functional.relu.0.forward", "{}");
+    EXPECT_NE(refusal().find("another writer is writing"), std::string::npos);
+    try {
+      recover_rank_dir(out);
+      FAIL() << "recovered a live journal";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("still writing"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::exists(out + "/dump.journal"));
+  }  // closed unfinished: what a writer that died leaves
+  EXPECT_NE(refusal().find("numprobe recover"), std::string::npos);
+  EXPECT_EQ(recover_rank_dir(out).entries, 1u);
 }
 
 TEST(DumpWriter, CrashThenRecoverLosesNothing) {
