@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "numprobe/dump.h"
@@ -172,30 +174,27 @@ CaptureSession::ProducerCache& CaptureSession::producer_cache() {
 }
 
 namespace {
-// Moves up to kCacheChunk items from the back of `pool` to `local`.
+// Takes one item from a thread's cache into `out`, first refilling the cache from the shared pool
+// (up to kCacheChunk items under one lock); false when both are empty.
 template <typename T>
-void take_chunk(std::vector<T>& pool, std::vector<T>& local) {
-  const size_t n = std::min(pool.size(), kCacheChunk);
-  for (size_t i = 0; i < n; ++i) {
-    local.push_back(std::move(pool.back()));
-    pool.pop_back();
+bool take_cached(std::vector<T>& local, std::vector<T>& pool, std::mutex& mu, T& out) {
+  if (local.empty()) {
+    std::lock_guard<std::mutex> lk(mu);
+    const auto first = pool.end() - static_cast<std::ptrdiff_t>(std::min(pool.size(), kCacheChunk));
+    local.insert(local.end(), std::make_move_iterator(first), std::make_move_iterator(pool.end()));
+    pool.erase(first, pool.end());
   }
+  if (local.empty()) return false;
+  out = std::move(local.back());
+  local.pop_back();
+  return true;
 }
 }  // namespace
 
 EntryRecord CaptureSession::new_record() {
-  ProducerCache& c = producer_cache();
-  if (c.records.empty()) {
-    std::lock_guard<std::mutex> lk(pool_mu_);
-    take_chunk(free_records_, c.records);
-  }
-  if (!c.records.empty()) {
-    EntryRecord r = std::move(c.records.back());
-    c.records.pop_back();
-    return r;
-  }
-  // Room for a typical API entry (a few tensors), so that it does not grow step by step.
   EntryRecord r;
+  if (take_cached(producer_cache().records, free_records_, pool_mu_, r)) return r;
+  // Room for a typical API entry (a few tensors), so that it does not grow step by step.
   r.reserve(32, 4, 64);
   return r;
 }
@@ -209,17 +208,9 @@ std::shared_ptr<const std::string> CaptureSession::job_dir() {
 }
 
 std::unique_ptr<CaptureSession::Job> CaptureSession::new_job() {
-  ProducerCache& c = producer_cache();
-  if (c.jobs.empty()) {
-    std::lock_guard<std::mutex> lk(pool_mu_);
-    take_chunk(free_jobs_, c.jobs);
-  }
-  if (!c.jobs.empty()) {
-    std::unique_ptr<Job> job = std::move(c.jobs.back());
-    c.jobs.pop_back();
-    return job;
-  }
-  return std::make_unique<Job>();
+  std::unique_ptr<Job> job;
+  if (!take_cached(producer_cache().jobs, free_jobs_, pool_mu_, job)) job = std::make_unique<Job>();
+  return job;
 }
 
 void CaptureSession::submit(EntryRecord&& rec, Frames frames, bool has_parent,

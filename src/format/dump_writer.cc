@@ -73,6 +73,13 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return std::vector<std::string_view>(v.begin(), v.end());
 }
 
+// Adds s to the pool; true if it was not there (the first record of a name is the one kept).
+bool first_time(StringPool& pool, std::string_view s) {
+  const size_t before = pool.size();
+  pool.intern(s);
+  return pool.size() != before;
+}
+
 }  // namespace
 
 namespace format {
@@ -99,12 +106,9 @@ struct DumpAssembly {
 
   void entry(std::string_view name, std::string_view body) {
     if (!data_open) open_data(nullptr);
-    const size_t before = entry_names.size();
-    entry_names.intern(name);
-    if (entry_names.size() == before) return;
+    if (!first_time(entry_names, name)) return;
     dump.key(name);
     dump.raw_value(body);
-    ++entries;
     if (file != nullptr && dump_text.size() >= kHeldBytes) spill();
   }
 
@@ -133,19 +137,14 @@ struct DumpAssembly {
   }
   void add_to_group(std::string_view name, uint32_t group) {
     uint32_t name_id = stacks.strings.intern(name);
-    if (stacks.group_of.emplace(name_id, group).second) {
+    if (stacks.group_of.emplace(name_id, group).second)
       stacks.group_names[group].push_back(name_id);
-      ++stack_entries;
-    }
   }
 
   void construct_edge(std::string_view name, std::string_view rendered_parent) {
-    const size_t before = construct_names.size();
-    construct_names.intern(name);
-    if (construct_names.size() == before) return;
+    if (!first_time(construct_names, name)) return;
     construct.key(name);
     construct.raw_value(rendered_parent);
-    ++constructs;
   }
 
   // Completes the text of dump.json (the rest written to `file`, if any) and of construct.json.
@@ -161,6 +160,22 @@ struct DumpAssembly {
     if (file != nullptr) spill();
   }
 
+  // After finish(): writes stack.json and construct.json into dir and commits them, then
+  // dump.json (`file`) last: its presence marks the set complete.
+  void commit(const std::string& dir, bool durable) {
+    AtomicFileWriter stack_file(dir + "/stack.json", durable);
+    stack_file.write(render_stack_json(stacks));
+    AtomicFileWriter construct_file(dir + "/construct.json", durable);
+    construct_file.write(construct_text);
+    stack_file.commit();
+    construct_file.commit();
+    file->commit();
+  }
+
+  size_t entries() const { return entry_names.size(); }
+  size_t stack_entries() const { return stacks.entry_count(); }
+  size_t constructs() const { return construct_names.size(); }
+
   AtomicFileWriter* file;
   std::string dump_text;
   PyJsonWriter dump{dump_text, 1, 0};
@@ -174,7 +189,6 @@ struct DumpAssembly {
   std::string construct_text;
   PyJsonWriter construct{construct_text, 1, 0};
   StringPool construct_names;
-  size_t entries = 0, stack_entries = 0, constructs = 0;
 
  private:
   void spill() {
@@ -403,15 +417,8 @@ void DumpWriter::finish() {
   ::close(fd_);
   fd_ = -1;
   building([&] {
-    // stack.json and construct.json first, dump.json last: its presence marks the set complete.
     out_->finish();
-    format::AtomicFileWriter stack_file(dir_ + "/stack.json", opt_.sync_each_record);
-    stack_file.write(render_stack_json(out_->stacks));
-    format::AtomicFileWriter construct_file(dir_ + "/construct.json", opt_.sync_each_record);
-    construct_file.write(out_->construct_text);
-    stack_file.commit();
-    construct_file.commit();
-    dump_file_->commit();
+    out_->commit(dir_, opt_.sync_each_record);
   });
   ::unlink(journal_path(dir_).c_str());
 }
@@ -463,9 +470,9 @@ RecoverReport assemble(const char* data, size_t size, const std::string& name,
     rep.detail += "no header record (task/level/framework unknown)";
   }
   a.finish();
-  rep.entries = a.entries;
-  rep.stacks = a.stack_entries;
-  rep.constructs = a.constructs;
+  rep.entries = a.entries();
+  rep.stacks = a.stack_entries();
+  rep.constructs = a.constructs();
   return rep;
 }
 
@@ -488,8 +495,8 @@ AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::s
 
 namespace {
 
-// Writes the three files from the journal, keeping every intact record (stack, construct, then
-// dump.json last: its presence marks the set complete), fsynced, and removes the journal.
+// Writes the three files from the journal, keeping every intact record, fsynced, and removes the
+// journal.
 RecoverReport assemble_to_files(const std::string& rank_dir) {
   const std::string jpath = journal_path(rank_dir);
   RecoverReport rep;
@@ -498,13 +505,7 @@ RecoverReport assemble_to_files(const std::string& rank_dir) {
     format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
     format::DumpAssembly a(&dump_file);
     rep = assemble(file.data(), file.size(), jpath, a);
-    format::AtomicFileWriter stack_file(rank_dir + "/stack.json");
-    stack_file.write(render_stack_json(a.stacks));
-    format::AtomicFileWriter construct_file(rank_dir + "/construct.json");
-    construct_file.write(a.construct_text);
-    stack_file.commit();
-    construct_file.commit();
-    dump_file.commit();
+    a.commit(rank_dir, /*durable=*/true);
   }
   ::unlink(jpath.c_str());
   return rep;
