@@ -1,5 +1,6 @@
 // numprobe._C: the Python face of the capture engine. Hooks are C++ callables so that a captured
 // call costs one dispatch into C++, not a Python frame (see docs/capture.md, "Overhead").
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -12,6 +13,7 @@
 #include "capture/torch/tensor_leaf.h"
 #include "capture/torch/torch_capture.h"
 #include "numprobe/error.h"
+#include "property_shortcut.h"
 #include "py_values.h"
 
 namespace py = pybind11;
@@ -171,10 +173,24 @@ PyObject* torch_function(PyObject*, PyObject* const* a, Py_ssize_t n) {
   return record_call(it->second, func, args, kwargs);
 }
 
+// torch 1.13's _TorchFunctionStackMode.__torch_function__ bound to a numprobe direct mode (set by
+// debugger.py while the direct mode is installed), or null.
+PyObject* g_stack_dispatch = nullptr;
+
+// __torch_function__ of the direct mode (torch 1.13, debugger.py's _DirectMode), which stands in
+// for torch's _TorchFunctionStackMode. A mode the user entered after start() sits above numprobe's
+// on the stack and sees the call first, as it would without the direct mode: torch's own stack
+// dispatch hands it the call and brings it back here when the user's mode calls through.
+PyObject* direct_torch_function(PyObject* self, PyObject* const* a, Py_ssize_t n) {
+  if (g_stack_dispatch && at::impl::PythonTorchFunctionTLS::stack_len() > 1)
+    return PyObject_Vectorcall(g_stack_dispatch, a, static_cast<size_t>(n), nullptr);
+  return torch_function(self, a, n);
+}
+
 PyMethodDef g_torch_function_def = {
     "torch_function",
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(&torch_function)), METH_FASTCALL,
-    "numprobe's __torch_function__"};
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(&direct_torch_function)),
+    METH_FASTCALL, "numprobe's __torch_function__ (the direct mode of torch 1.13)"};
 
 // The same as a method: (self, func, types, args, kwargs). torch 2.x requires a mode's
 // __torch_function__ to be bound to the mode (its __self__ is checked), so the mode class holds
@@ -470,6 +486,15 @@ PYBIND11_MODULE(_C, m) {
       "Calls func(*args, **kwargs) as the API api_type (register_custom_api wrappers).");
   m.def("set_group_ranks_fn", [](py::object fn) {
     numprobe::python::set_group_ranks_fn(fn.is_none() ? nullptr : fn.ptr());
+  });
+  m.def("set_stack_dispatch", [](py::object fn) {
+    Py_XDECREF(g_stack_dispatch);
+    g_stack_dispatch = fn.is_none() ? nullptr : fn.inc_ref().ptr();
+  });
+  m.def("property_shortcut", [](py::handle original) {
+    PyObject* s = numprobe::python::new_property_shortcut(original.ptr());
+    if (!s) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(s);
   });
   m.def("set_own_package_dir", &numprobe::python::set_own_package_dir);
   m.attr("torch_function") =

@@ -387,20 +387,27 @@ def test_direct_mode_dumps_what_the_standard_mode_dumps(tmp_path, monkeypatch):
     if hasattr(torch.overrides, "_TorchFunctionStackMode"):  # torch 1.13: the direct path ran
         assert not torch._C._is_torch_function_mode_enabled()
         assert torch.overrides._TorchFunctionStackMode.__module__ == "torch.overrides"
+        assert "grad" not in vars(torch.Tensor)  # the property shortcuts are gone too
     else:  # torch 2.x: one C++ mode stack, no direct path
         assert torch._C._len_torch_function_stack() == 0
 
 
+class SpyMode(torch.overrides.TorchFunctionMode):
+    """A user's TorchFunctionMode: notes the name of every call it sees in `seen`."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
 def test_user_torch_function_mode_keeps_working(tmp_path):
     seen = []
-
-    class Spy(torch.overrides.TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            seen.append(getattr(func, "__name__", str(func)))
-            return func(*args, **(kwargs or {}))
-
     dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
-    with Spy():
+    with SpyMode(seen):
         dbg.start()  # another mode is active: numprobe stacks its own above it
         torch.nn.functional.relu(torch.ones(2))
         dbg.stop()
@@ -605,3 +612,61 @@ def test_async_dump_saves_the_same_tensors(tmp_path):
     assert list(out["0"]) == list(out["1"]) and len(out["0"]) == 12
     for name, a in out["0"].items():
         assert np.array_equal(a, out["1"][name]), name
+
+
+def test_user_mode_entered_during_capture_sees_calls_first(tmp_path):
+    # Regression: on torch 1.13 the direct mode answered every call itself, so a mode the user
+    # entered after start() saw nothing (neither APIs nor property reads).
+    seen = []
+    lin = torch.nn.Linear(2, 2)
+    lin(torch.ones(1, 2)).sum().backward()
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    x = torch.ones(3)
+    dbg.start()
+    torch.sigmoid(x)
+    with SpyMode(seen):
+        torch.relu(x)
+        grad = lin.weight.grad
+    torch.exp(x)
+    dbg.stop()
+    dbg.close()
+    assert seen == ["relu", "__get__"] and grad is not None
+    assert list(load(tmp_path / "d" / "step0" / "rank")["data"]) == [
+        "Torch.sigmoid.0.forward", "Torch.relu.0.forward", "Torch.exp.0.forward"]
+
+
+def test_tensor_properties_read_and_write_the_same_during_capture(tmp_path):
+    # Property reads skip torch 1.13's mode dispatch while numprobe's mode is the only one
+    # (python/src/property_shortcut.h); reads, writes, deletes and subclasses behave as without it.
+    seen = []
+
+    class Sub(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    lin = torch.nn.Linear(2, 2)
+    lin(torch.ones(1, 2)).sum().backward()
+    grad = lin.weight.grad
+    sub = torch.ones(2).as_subclass(Sub)
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    dbg.start()
+    if hasattr(torch.overrides, "_TorchFunctionStackMode") and \
+            os.environ.get("NUMPROBE_PROPERTY_SHORTCUT", "1") != "0":  # torch 1.13 direct path
+        assert type(vars(torch.Tensor)["grad"]).__name__ == "PropertyShortcut"
+    assert lin.weight.grad is grad and lin.bias.grad_fn is None and lin.weight.is_leaf
+    assert lin.weight.shape == (2, 2) and lin.weight.dtype == torch.float32
+    assert torch.Tensor.grad is torch._C._TensorBase.grad  # class access: torch's descriptor
+    lin.weight.grad = None
+    assert lin.weight.grad is None
+    lin.weight.grad = grad
+    del lin.bias.grad
+    assert lin.bias.grad is None and lin.weight.grad is grad
+    with pytest.raises(RuntimeError):
+        lin.weight.grad = torch.ones(3)  # torch's own setter checks still run
+    _ = sub.is_leaf  # a subclass's __torch_function__ still sees its property reads
+    dbg.stop()
+    dbg.close()
+    assert "__get__" in seen
+    assert "grad" not in vars(torch.Tensor)
