@@ -52,14 +52,29 @@ def _direct_mode_usable():
     return c._len_torch_function_stack() == 0 and not c._is_torch_function_mode_enabled()
 
 
+def _take_off_mode_stack(entry):
+    """Removes numprobe's `entry` from torch's mode stack. Modes the user entered after start()
+    and has not left (stop() inside them) stay active, in their order; returns how many."""
+    c = torch._C
+    above = []
+    while c._len_torch_function_stack() > 0:
+        mode = c._pop_torch_function_stack()
+        if mode is entry:
+            break
+        above.append(mode)
+    for mode in reversed(above):
+        c._push_on_torch_function_stack(mode)
+    return len(above)
+
+
 _SHORTCUTS = None
 
 
 def _install_property_shortcuts():
     """Tensor properties (p.grad, .grad_fn, .is_sparse: 1,800 reads per step of a 100-layer
-    optimizer step) skip torch 1.13's mode dispatch while numprobe's direct mode is the only mode;
-    numprobe records no property (see property_shortcut.h). NUMPROBE_PROPERTY_SHORTCUT=0 turns
-    this off."""
+    optimizer step) skip torch 1.13's mode dispatch while numprobe's direct mode is the only
+    mode; numprobe records no property (see python/src/direct_mode.h).
+    NUMPROBE_PROPERTY_SHORTCUT=0 turns this off."""
     global _SHORTCUTS
     if os.environ.get("NUMPROBE_PROPERTY_SHORTCUT", "1") == "0":
         return
@@ -121,6 +136,7 @@ class PrecisionDebugger:
         self._handles = []
         self._recorders = []
         self._mode = None
+        self._direct_entry = None
         self._started = False
         self._rank_set = False
         self._custom = []
@@ -278,14 +294,15 @@ class PrecisionDebugger:
         if self.level not in ("L1", "mix") or self._mode is not None or not self._engine.dumping():
             return
         if _direct_mode_usable():
+            self._mode = "direct"  # first: _pop_mode undoes whatever of the below got done
             self._saved_stack_mode = torch.overrides._TorchFunctionStackMode
-            direct = _DirectMode()
-            _C.set_stack_dispatch(types.MethodType(self._saved_stack_mode.__torch_function__, direct))
+            direct, self._direct_entry = _DirectMode(), _DirectMode()
+            _C.set_direct_mode(self._direct_entry,
+                               types.MethodType(self._saved_stack_mode.__torch_function__, direct))
             torch.overrides._TorchFunctionStackMode = _DirectMode
-            torch._C._push_on_torch_function_stack(_DirectMode())
+            torch._C._push_on_torch_function_stack(self._direct_entry)
             torch._C._set_torch_function_mode(direct)
             _install_property_shortcuts()
-            self._mode = "direct"
             return
         self._mode = _ApiMode()
         self._mode.__enter__()
@@ -293,12 +310,18 @@ class PrecisionDebugger:
     def _pop_mode(self):
         if self._mode == "direct":
             _remove_property_shortcuts()
-            torch._C._set_torch_function_mode(None)
-            torch._C._pop_torch_function_stack()
+            above = _take_off_mode_stack(self._direct_entry)
+            torch._C._set_torch_function_mode(self._saved_stack_mode() if above else None)
             torch.overrides._TorchFunctionStackMode = self._saved_stack_mode
-            _C.set_stack_dispatch(None)
+            _C.set_direct_mode(None, None)
+            self._direct_entry = None
         elif self._mode is not None:
-            self._mode.__exit__(None, None, None)
+            c = torch._C
+            depth = c._len_torch_function_stack()
+            if depth and c._get_function_stack_at(depth - 1) is self._mode:
+                self._mode.__exit__(None, None, None)
+            else:
+                _take_off_mode_stack(self._mode)
         self._mode = None
 
     def _hook_model(self, model):

@@ -1,6 +1,5 @@
 // numprobe._C: the Python face of the capture engine. Hooks are C++ callables so that a captured
 // call costs one dispatch into C++, not a Python frame (see docs/capture.md, "Overhead").
-#include <ATen/PythonTorchFunctionTLS.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -12,8 +11,8 @@
 #include "acc_check_bindings.h"
 #include "capture/torch/tensor_leaf.h"
 #include "capture/torch/torch_capture.h"
+#include "direct_mode.h"
 #include "numprobe/error.h"
-#include "property_shortcut.h"
 #include "py_values.h"
 
 namespace py = pybind11;
@@ -173,17 +172,12 @@ PyObject* torch_function(PyObject*, PyObject* const* a, Py_ssize_t n) {
   return record_call(it->second, func, args, kwargs);
 }
 
-// torch 1.13's _TorchFunctionStackMode.__torch_function__ bound to a numprobe direct mode (set by
-// debugger.py while the direct mode is installed), or null.
-PyObject* g_stack_dispatch = nullptr;
-
 // __torch_function__ of the direct mode (torch 1.13, debugger.py's _DirectMode), which stands in
-// for torch's _TorchFunctionStackMode. A mode the user entered after start() sits above numprobe's
-// on the stack and sees the call first, as it would without the direct mode: torch's own stack
-// dispatch hands it the call and brings it back here when the user's mode calls through.
+// for torch's _TorchFunctionStackMode: a mode above numprobe's on the stack sees the call first, as
+// it would without the direct mode, and comes back here when it calls through.
 PyObject* direct_torch_function(PyObject* self, PyObject* const* a, Py_ssize_t n) {
-  if (g_stack_dispatch && at::impl::PythonTorchFunctionTLS::stack_len() > 1)
-    return PyObject_Vectorcall(g_stack_dispatch, a, static_cast<size_t>(n), nullptr);
+  PyObject* out;
+  if (numprobe::python::hand_to_stack_top(a, n, &out)) return out;
   return torch_function(self, a, n);
 }
 
@@ -487,10 +481,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_group_ranks_fn", [](py::object fn) {
     numprobe::python::set_group_ranks_fn(fn.is_none() ? nullptr : fn.ptr());
   });
-  m.def("set_stack_dispatch", [](py::object fn) {
-    Py_XDECREF(g_stack_dispatch);
-    g_stack_dispatch = fn.is_none() ? nullptr : fn.inc_ref().ptr();
-  });
+  m.def(
+      "set_direct_mode",
+      [](py::object entry, py::object stack_dispatch) {
+        auto ptr = [](const py::object& o) { return o.is_none() ? nullptr : o.ptr(); };
+        numprobe::python::set_direct_mode(ptr(entry), ptr(stack_dispatch));
+      },
+      "Registers (or with Nones clears) the direct mode of torch 1.13: numprobe's entry on the "
+      "mode stack, and torch's stack dispatch bound to the direct mode object.");
+  m.def("property_shortcut_reads", &numprobe::python::property_shortcut_reads);
   m.def("property_shortcut", [](py::handle original) {
     PyObject* s = numprobe::python::new_property_shortcut(original.ptr());
     if (!s) throw py::error_already_set();

@@ -652,9 +652,17 @@ def test_tensor_properties_read_and_write_the_same_during_capture(tmp_path):
     sub = torch.ones(2).as_subclass(Sub)
     dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
     dbg.start()
-    if hasattr(torch.overrides, "_TorchFunctionStackMode") and \
-            os.environ.get("NUMPROBE_PROPERTY_SHORTCUT", "1") != "0":  # torch 1.13 direct path
+    shortcut = dbg._mode == "direct" and os.environ.get("NUMPROBE_PROPERTY_SHORTCUT", "1") != "0"
+    if shortcut:
         assert type(vars(torch.Tensor)["grad"]).__name__ == "PropertyShortcut"
+        with pytest.raises(TypeError):
+            type(vars(torch.Tensor)["grad"])()  # only numprobe makes them
+        # Regression: the shortcut stopped after the first API that torch dispatches from Python
+        # (Tensor.backward), which replaces the C++ mode object.
+        lin(torch.ones(1, 2)).sum().backward()
+        before = numprobe._C.property_shortcut_reads()
+        _ = lin.weight.grad
+        assert numprobe._C.property_shortcut_reads() == before + 1
     assert lin.weight.grad is grad and lin.bias.grad_fn is None and lin.weight.is_leaf
     assert lin.weight.shape == (2, 2) and lin.weight.dtype == torch.float32
     assert torch.Tensor.grad is torch._C._TensorBase.grad  # class access: torch's descriptor
@@ -665,8 +673,60 @@ def test_tensor_properties_read_and_write_the_same_during_capture(tmp_path):
     assert lin.bias.grad is None and lin.weight.grad is grad
     with pytest.raises(RuntimeError):
         lin.weight.grad = torch.ones(3)  # torch's own setter checks still run
-    _ = sub.is_leaf  # a subclass's __torch_function__ still sees its property reads
+    _ = sub.is_leaf  # a subclass's __torch_function__ still sees its own property reads
+    torch.exp(grad)  # the mode is back after the reads: still dumped
     dbg.stop()
     dbg.close()
     assert "__get__" in seen
     assert "grad" not in vars(torch.Tensor)
+    assert "Torch.exp.0.forward" in load(tmp_path / "d" / "step0" / "rank")["data"]
+
+
+def test_user_mode_on_another_thread_during_capture(tmp_path):
+    # The direct mode stands in for torch's stack dispatch in every thread: a mode entered on a
+    # thread that does not capture sees its calls and property reads, and nothing is dumped.
+    import threading
+    seen = []
+    lin = torch.nn.Linear(2, 2)
+    lin(torch.ones(1, 2)).sum().backward()
+
+    ones = torch.ones(2)
+
+    def work():
+        with SpyMode(seen):
+            torch.relu(ones)
+            _ = lin.weight.grad
+
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    dbg.start()
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    torch.exp(ones)
+    dbg.stop()
+    dbg.close()
+    assert seen == ["relu", "__get__"]
+    assert list(load(tmp_path / "d" / "step0" / "rank")["data"]) == ["Torch.exp.0.forward"]
+
+
+def test_stop_inside_a_user_mode_entered_after_start(tmp_path):
+    # stop() and step() inside a mode entered after start() leave that mode active and the next
+    # step captured (stop() used to pop the user's mode instead of numprobe's).
+    seen = []
+    x = torch.ones(2)
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="L1")
+    dbg.start()
+    with SpyMode(seen):
+        torch.relu(x)
+        dbg.stop()
+        dbg.step()
+        torch.tanh(x)  # between steps: the user's mode only
+        dbg.start()  # above the user's mode now: modes are left in the order entered
+        torch.sigmoid(x)
+        dbg.stop()
+    torch.exp(x)
+    dbg.close()
+    assert seen == ["relu", "tanh", "sigmoid"]
+    assert torch._C._len_torch_function_stack() == 0
+    assert list(load(tmp_path / "d" / "step0" / "rank")["data"]) == ["Torch.relu.0.forward"]
+    assert list(load(tmp_path / "d" / "step1" / "rank")["data"]) == ["Torch.sigmoid.0.forward"]
