@@ -33,8 +33,9 @@ bool only_numprobe_mode() {
 
 // Why the shortcut: in torch 1.13 an active torch function mode sends every property read (an
 // optimizer reads p.grad seven times per parameter and step) through handle_torch_function_getter
-// into the mode, ~0.7 us each, more than a recorded API costs numprobe. numprobe's mode records
-// no property, so while it is the only mode that detour has no observable effect.
+// into the mode: ~520 ns a read instead of ~60 ns, 1,800 reads per step of the per-op benchmark.
+// numprobe's mode records no property, so while it is the only mode that detour has no
+// observable effect.
 struct Shortcut {
   PyObject_HEAD PyObject* original;  // never null (new_property_shortcut)
 };
