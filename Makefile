@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build demo test test-unit test-python test-asan test-fuzz check-format format bench install clean
+.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz check-format format bench install clean
 
 all: build
 
@@ -44,7 +44,7 @@ demo: build
 	$(BIN) compare -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/capture/compare
 
 test: build
-	@$(MAKE) --no-print-directory test-unit test-python test-asan test-fuzz check-format
+	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz check-format
 	@echo "make test: all suites passed"
 
 test-unit:
@@ -53,6 +53,21 @@ test-unit:
 test-python:
 	@$(PY) -m pytest -q tests/python; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+
+# The torch 2.x lane: pip's torch and the live second readers (msprobe, TensorBoard, tb-graph-ascend,
+# transformers) in .venv/torch2 (tests/requirements/torch2.txt), numprobe built against that torch in
+# build-torch2/ with its own package tree, and the same pytest suite run there. NUMPROBE_REQUIRE_LIVE
+# turns a missing live reader into a failure instead of a skip.
+TORCH2_ENV = NUMPROBE_BUILD_DIR=$(CURDIR)/build-torch2 NUMPROBE_PYTHONPATH=$(CURDIR)/build-torch2/python \
+             NUMPROBE_REQUIRE_LIVE=1
+build-torch2: setup
+	@bash scripts/setup_venv.sh torch2 > /dev/null
+	@cmake --preset torch2 > build-torch2.configure.log || { cat build-torch2.configure.log; exit 1; }
+	@cmake --build --preset torch2
+
+test-torch2: build-torch2
+	@$(TORCH2_ENV) .venv/torch2/bin/python -m pytest -q tests/python; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest (torch 2.x): no tests collected"; exit 1; fi; exit $$rc
 
 # Torch-free tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: setup
@@ -83,4 +98,4 @@ install: build
 	cmake --install build
 
 clean:
-	rm -rf build build-debug build-fuzz demo_out *.configure.log
+	rm -rf build build-debug build-fuzz build-torch2 demo_out *.configure.log

@@ -4,6 +4,8 @@ scripts/setup.sh) and installs the Python package from python/numprobe.
 In a venv made with --system-site-packages (torch comes from Debian):
     python -m venv --system-site-packages env && env/bin/pip install --no-build-isolation .
 """
+import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,13 +19,21 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
         out_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
-        build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        # One CMake build directory per interpreter and torch: pip builds in the source tree, and a
+        # cache configured for another torch (Debian's vs a venv's pip torch) would be reused.
+        spec = importlib.util.find_spec("torch")
+        key = hashlib.sha1(f"{sys.executable}|{spec and spec.origin}".encode()).hexdigest()[:12]
+        build_dir = os.path.abspath(os.path.join(self.build_temp, f"cmake-{key}"))
         os.makedirs(build_dir, exist_ok=True)
         gen = ["-G", "Ninja"] if subprocess.call(["which", "ninja"], stdout=subprocess.DEVNULL) == 0 else []
         subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, *gen,
                                "-DCMAKE_BUILD_TYPE=Release", "-DNUMPROBE_BUILD_TESTS=OFF",
                                "-DNUMPROBE_BUILD_BENCH=OFF", f"-DPython3_EXECUTABLE={sys.executable}",
-                               f"-DNUMPROBE_PYTHON_OUTPUT_DIR={out_dir}"])
+                               f"-DNUMPROBE_PYTHON_OUTPUT_DIR={out_dir}",
+                               # setuptools copies the Python files itself
+                               "-DNUMPROBE_PYTHON_NO_LINKS=ON",
+                               # e.g. a CUDA torch's toolkit: scripts/torch_cmake_args.py
+                               *os.environ.get("NUMPROBE_CMAKE_ARGS", "").split()])
         subprocess.check_call(["cmake", "--build", build_dir, "--target", "numprobe_python",
                                "-j", str(min(os.cpu_count() or 2, 4))])
 

@@ -12,7 +12,27 @@ foreach(_np_query "import torch.utils; print(torch.utils.cmake_prefix_path)"
   endif()
 endforeach()
 set(Python_EXECUTABLE ${Python3_EXECUTABLE})
+# A CUDA build of torch (pip's default) needs its toolkit, and NVRTC, named to its CMake files even
+# for code that uses neither directly; scripts/torch_cmake_args.py finds them (nothing for a CPU torch).
+# A value the user set wins.
+execute_process(COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/torch_cmake_args.py
+                OUTPUT_VARIABLE _np_torch_args OUTPUT_STRIP_TRAILING_WHITESPACE
+                ERROR_VARIABLE _np_torch_err RESULT_VARIABLE _np_rc)
+if(NOT _np_rc EQUAL 0)
+  message(FATAL_ERROR "numprobe: ${_np_torch_err}")
+endif()
+string(REPLACE "\n" ";" _np_torch_args "${_np_torch_args}")
+foreach(_np_arg IN LISTS _np_torch_args)
+  if(_np_arg MATCHES "^-D([A-Za-z_]+)=(.*)$" AND NOT DEFINED ${CMAKE_MATCH_1})
+    set(${CMAKE_MATCH_1} "${CMAKE_MATCH_2}" CACHE PATH "found by scripts/torch_cmake_args.py")
+  endif()
+endforeach()
+# A CUDA torch's CMake files append the architectures they detect to CMAKE_CUDA_FLAGS (with no GPU
+# present: all of torch's, some of which a newer nvcc refuses). numprobe's kernel is torch-free and
+# names its own architectures below, so it keeps the flags it had.
+set(_np_cuda_flags "${CMAKE_CUDA_FLAGS}")
 find_package(Torch REQUIRED)
+set(CMAKE_CUDA_FLAGS "${_np_cuda_flags}")
 if(Python_FOUND)
   # Torch 2.x finds FindPython's `Python` (interpreter only); pybind11 then builds modules with it.
   find_package(Python REQUIRED COMPONENTS Interpreter Development.Module)
@@ -25,6 +45,14 @@ add_library(numprobe_torch_deps INTERFACE)
 target_include_directories(numprobe_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 target_link_libraries(numprobe_torch_deps INTERFACE ${TORCH_LIBRARIES})
 target_compile_options(numprobe_torch_deps INTERFACE ${TORCH_CXX_FLAGS})
+# Torch's headers name the C++ standard they need on its `torch` target (14 for Debian's 1.13, 20 for
+# torch >= 2.10), as a plain property that does not propagate. The engine stays C++17; code that
+# includes torch is compiled to torch's standard where that is newer.
+get_target_property(_np_torch_std torch CXX_STANDARD)
+if(_np_torch_std AND _np_torch_std GREATER 17)
+  target_compile_features(numprobe_torch_deps INTERFACE cxx_std_${_np_torch_std})
+  message(STATUS "numprobe: torch's headers need C++${_np_torch_std}: the torch side builds with it")
+endif()
 
 # Compiled once, linked twice: statically into the Python module, and as libnumprobe.so (the C++
 # API that find_package(numprobe) gives libtorch programs).
@@ -101,9 +129,19 @@ if(NUMPROBE_CUDA_KERNEL)
   target_link_libraries(numprobe_shared PRIVATE numprobe_cuda_stats)
 endif()
 
+# Installed, libnumprobe.so still finds the torch (and CUDA runtime) it was built against where those
+# are not in a system directory (pip's torch lives in site-packages): they become its RUNPATH.
+set(_np_rpath "${TORCH_INSTALL_PREFIX}/lib")
+if(NUMPROBE_CUDA_KERNEL)
+  list(APPEND _np_rpath "${CUDAToolkit_LIBRARY_DIR}")
+endif()
+list(REMOVE_ITEM _np_rpath ${CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES})
+set_target_properties(numprobe_shared PROPERTIES INSTALL_RPATH "${_np_rpath}")
+
 include(GNUInstallDirs)
 install(TARGETS numprobe_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/numprobe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+get_filename_component(NUMPROBE_TORCH_CMAKE_PREFIX "${Torch_DIR}" DIRECTORY)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/numprobeConfig.cmake.in
                ${CMAKE_BINARY_DIR}/numprobeConfig.cmake @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/numprobeConfig.cmake
@@ -116,9 +154,25 @@ find_library(TORCH_PYTHON_LIBRARY torch_python REQUIRED
              HINTS ${TORCH_INSTALL_PREFIX}/lib /usr/lib/x86_64-linux-gnu)
 file(GLOB NUMPROBE_PY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/python/src/*.cc)
 pybind11_add_module(numprobe_python MODULE ${NUMPROBE_PY_SOURCES})
-# In-tree (PYTHONPATH=python works after a build) unless setup.py asks for its own directory.
-set(NUMPROBE_PYTHON_OUTPUT_DIR ${CMAKE_SOURCE_DIR}/python/numprobe CACHE PATH
-    "Where numprobe._C is written")
+# In-tree (PYTHONPATH=python works after a build) unless setup.py or a second build (the torch 2.x
+# lane: two builds for two torches cannot share python/numprobe, their _C files have one name) asks
+# for its own directory. Such a directory gets the package's Python files as symbolic links, so
+# PYTHONPATH=<its parent> imports this build's _C with the source tree's Python code.
+get_filename_component(_np_pkg_out "${NUMPROBE_PYTHON_OUTPUT_DIR}" ABSOLUTE)
+if(NOT _np_pkg_out STREQUAL "${CMAKE_SOURCE_DIR}/python/numprobe" AND NOT NUMPROBE_PYTHON_NO_LINKS)
+  file(GLOB _np_py_items CONFIGURE_DEPENDS RELATIVE ${CMAKE_SOURCE_DIR}/python/numprobe
+       ${CMAKE_SOURCE_DIR}/python/numprobe/*.py ${CMAKE_SOURCE_DIR}/python/numprobe/*/__init__.py)
+  foreach(_np_item IN LISTS _np_py_items)
+    get_filename_component(_np_top "${_np_item}" DIRECTORY)
+    if(_np_top STREQUAL "")
+      set(_np_top "${_np_item}")  # a module beside __init__.py; else the subpackage's folder
+    endif()
+    if(NOT EXISTS "${_np_pkg_out}/${_np_top}")
+      file(MAKE_DIRECTORY "${_np_pkg_out}")
+      file(CREATE_LINK "${CMAKE_SOURCE_DIR}/python/numprobe/${_np_top}" "${_np_pkg_out}/${_np_top}" SYMBOLIC)
+    endif()
+  endforeach()
+endif()
 set_target_properties(numprobe_python PROPERTIES
   OUTPUT_NAME _C
   LIBRARY_OUTPUT_DIRECTORY ${NUMPROBE_PYTHON_OUTPUT_DIR})

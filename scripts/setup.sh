@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Idempotent machine setup: installs the Debian packages numprobe builds, tests and runs with.
 # A fast no-op when everything is present. Needs root (or sudo) only when something is missing.
+# Works on Debian 12 (bookworm: torch 1.13, Python 3.11) and Debian 13 (trixie: its own python3-torch,
+# Python 3.13): every name below exists in both (libclang-rt-dev is the release's default clang's).
+# The torch 2.x lane's pip packages are scripts/setup_venv.sh's.
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache clang libclang-rt-14-dev clang-format
+  build-essential cmake ninja-build ccache clang libclang-rt-dev clang-format
   zlib1g-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev
   python3-numpy python3-pytest python3-openpyxl
   libopenblas0-pthread
   libtorch-dev python3-torch python3-torchvision pybind11-dev python3-dev
+  # headless browser for the viewer checks (tb-graph-ascend), driven by Playwright
+  chromium
 )
 
 missing=()

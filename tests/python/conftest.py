@@ -6,7 +6,12 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = (ROOT / ".." / "shared" / "fixtures" / "msprobe").resolve()
-CLI = pathlib.Path(os.environ.get("NUMPROBE_CLI", ROOT / "build" / "bin" / "numprobe"))
+# One suite, two lanes: `make test-python` runs it with Debian's torch against build/ and python/;
+# `make test-torch2` with pip's torch against build-torch2/ and its own package tree (two builds
+# cannot share python/numprobe/_C*.so). These variables say which build the tests exercise.
+BUILD = pathlib.Path(os.environ.get("NUMPROBE_BUILD_DIR", ROOT / "build"))
+PYDIR = pathlib.Path(os.environ.get("NUMPROBE_PYTHONPATH", ROOT / "python"))
+CLI = pathlib.Path(os.environ.get("NUMPROBE_CLI", BUILD / "bin" / "numprobe"))
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +32,16 @@ def cli():
 @pytest.fixture(scope="session")
 def fixtures():
     return FIXTURES
+
+
+def live(module):
+    """Imports a live second reader (msprobe, TensorBoard, transformers, ...): skipped where it is not
+    installed (Debian's torch 1.13 lane), a failure in the lane that promises it (NUMPROBE_REQUIRE_LIVE,
+    set by `make test-torch2`), so a broken install can never pass as a skip."""
+    if os.environ.get("NUMPROBE_REQUIRE_LIVE"):
+        import importlib
+        try:
+            return importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001 - any import failure is the finding
+            pytest.fail(f"live reader {module} not importable in this lane: {e!r}")
+    return pytest.importorskip(module)

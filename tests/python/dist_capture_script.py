@@ -6,7 +6,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+# The package of the build under test (conftest.py's NUMPROBE_PYTHONPATH), else the source tree's.
+sys.path.insert(0, os.environ.get("NUMPROBE_PYTHONPATH") or
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import numprobe  # noqa: E402
 
 WORLD = 4

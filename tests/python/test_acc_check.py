@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from conftest import CLI, PYDIR, ROOT
+
 PY = sys.executable  # the interpreter running the tests, which has torch
-ENV = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+ENV = dict(os.environ, PYTHONPATH=str(PYDIR))
 SCRIPT = ROOT / "tests" / "python" / "acc_check_dump_script.py"
 
 RESULT_HEADER = ["API name", "Forward Test Success", "Backward Test Success", "Message"]
@@ -129,7 +130,7 @@ def test_statistics_dump_cannot_go_offline(cli, dumps, tmp_path):
 
 def test_killed_run_resumes_without_duplicates(cli, dumps, tmp_path):
     src = dumps[("resnet", "L1")]
-    proc = subprocess.Popen([str(ROOT / "build" / "bin" / "numprobe"), "acc-check", "-api_info",
+    proc = subprocess.Popen([str(CLI), "acc-check", "-api_info",
                              str(src), "-o", str(tmp_path), "-q"], env=ENV)
     deadline = time.time() + 60
     result = None

@@ -10,9 +10,9 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import PYDIR, ROOT
 
-sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(PYDIR))
 sys.path.insert(0, str(ROOT / "examples" / "python"))
 torch = pytest.importorskip("torch")
 import numprobe  # noqa: E402
@@ -439,7 +439,7 @@ def test_killed_capture_leaves_a_recoverable_journal(tmp_path, cli):
     import subprocess
     code = f"""
 import os, sys, torch
-sys.path.insert(0, {str(ROOT / 'python')!r})
+sys.path.insert(0, {str(PYDIR)!r})
 import numprobe
 torch.set_num_threads(1)
 d = numprobe.PrecisionDebugger(dump_path={str(tmp_path / 'd')!r}, level='L1')
@@ -511,7 +511,7 @@ def test_deferred_device_statistics_equal_the_host_kernel(tmp_path):
     script = tmp_path / "s.py"
     script.write_text(f"""
 import sys, torch
-sys.path.insert(0, {str(ROOT / "python")!r})
+sys.path.insert(0, {str(PYDIR)!r})
 import numprobe
 g = torch.Generator().manual_seed(3)
 big = torch.randn(300, 400, generator=g)
@@ -592,7 +592,7 @@ d.close()
 def run_async_dump_script(tmp_path, device, env=None):
     """Dumps of the same ops with async_dump off and on; returns {name: array} for each."""
     script = tmp_path / "async.py"
-    script.write_text(ASYNC_SCRIPT.format(python=str(ROOT / "python")))
+    script.write_text(ASYNC_SCRIPT.format(python=str(PYDIR)))
     out = {}
     for flag in ("0", "1"):
         root = tmp_path / f"async{flag}"

@@ -1,14 +1,14 @@
 """The C++ API (examples/train_mlp, find_package(numprobe)) and `pip install .` offline."""
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import BUILD, ROOT
 
-BUILD = ROOT / "build"
 EXAMPLE = BUILD / "bin" / "train_mlp"
 
 
@@ -67,6 +67,11 @@ def test_pip_install_offline_into_venv(tmp_path):
     env_dir = tmp_path / "env"
     sh(sys.executable, "-m", "venv", "--system-site-packages", env_dir)
     py = env_dir / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        # The tests run in a venv (the torch 2.x lane): the new venv sees its packages, torch among
+        # them, as --system-site-packages lets a venv see Debian's torch.
+        site = pathlib.Path(sh(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+        (site / "lane.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
     sh(py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "-q", ROOT,
        cwd=tmp_path)
     code = ("import numprobe, torch\n"

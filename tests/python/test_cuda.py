@@ -10,9 +10,9 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import PYDIR, ROOT
 
-sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(PYDIR))
 sys.path.insert(0, str(ROOT / "examples" / "python"))
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
