@@ -54,14 +54,16 @@ test-python:
 	@$(PY) -m pytest -q tests/python; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
-# The torch 2.x lane: pip's torch and the live second readers (msprobe, TensorBoard, tb-graph-ascend,
-# transformers) in .venv/torch2 (tests/requirements/torch2.txt), numprobe built against that torch in
-# build-torch2/ with its own package tree, and the same pytest suite run there. NUMPROBE_REQUIRE_LIVE
-# turns a missing live reader into a failure instead of a skip.
+# The torch 2.x lane: pip's torch and the live second readers (msprobe with its graph plugin,
+# TensorBoard, transformers, Playwright) in .venv/torch2 (tests/requirements/torch2.txt), the separate
+# tb-graph-ascend plugin in .venv/viewer, numprobe built against that torch in build-torch2/ with its own
+# package tree, and the same pytest suite run there. NUMPROBE_REQUIRE_LIVE turns a missing live reader
+# into a failure instead of a skip.
 TORCH2_ENV = NUMPROBE_BUILD_DIR=$(CURDIR)/build-torch2 NUMPROBE_PYTHONPATH=$(CURDIR)/build-torch2/python \
-             NUMPROBE_REQUIRE_LIVE=1
+             NUMPROBE_VIEWER_VENV=$(CURDIR)/.venv/viewer NUMPROBE_REQUIRE_LIVE=1
 build-torch2: setup
 	@bash scripts/setup_venv.sh torch2 > /dev/null
+	@bash scripts/setup_venv.sh viewer > /dev/null
 	@cmake --preset torch2 > build-torch2.configure.log || { cat build-torch2.configure.log; exit 1; }
 	@cmake --build --preset torch2
 
