@@ -104,8 +104,10 @@ bool CaptureSession::finished_for_good() const {
 
 std::string CaptureSession::rank_dir() const {
   if (!rank_dir_.empty()) return rank_dir_;
-  std::string dir = cfg_.dump_path + "/step" + std::to_string(step_) + "/rank";
-  if (rank_ >= 0) dir += std::to_string(rank_);
+  // msprobe's names: rank{N} under torch.distributed, proc{pid} for a single process (msprobe 8.3
+  // wrote a bare "rank" there; its newer releases find only proc{pid} or rank{N} in a step directory).
+  std::string dir = cfg_.dump_path + "/step" + std::to_string(step_);
+  dir += rank_ >= 0 ? "/rank" + std::to_string(rank_) : "/proc" + std::to_string(::getpid());
   return dir;
 }
 

@@ -45,3 +45,11 @@ def live(module):
         except Exception as e:  # noqa: BLE001 - any import failure is the finding
             pytest.fail(f"live reader {module} not importable in this lane: {e!r}")
     return pytest.importorskip(module)
+
+
+def rank_dir(step_dir):
+    """The one rank directory a single-process capture wrote in step_dir: `proc{pid}`, as msprobe names
+    a process without a distributed rank (`rank{N}` where there is one)."""
+    dirs = [d for d in pathlib.Path(step_dir).iterdir() if d.is_dir()]
+    assert len(dirs) == 1, f"{step_dir}: expected one rank directory, found {sorted(d.name for d in dirs)}"
+    return dirs[0]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import CLI, PYDIR, ROOT
+from conftest import CLI, PYDIR, ROOT, rank_dir
 
 PY = sys.executable  # the interpreter running the tests, which has torch
 ENV = dict(os.environ, PYTHONPATH=str(PYDIR))
@@ -23,7 +23,7 @@ def dump(tmp, model, level, task, *extra):
     out = tmp / f"{model}_{level}_{task}"
     subprocess.run([PY, str(SCRIPT), model, level, task, str(out), *extra], env=ENV, check=True,
                    capture_output=True)
-    return out / "step0" / "rank" / "dump.json"
+    return rank_dir(out / "step0") / "dump.json"
 
 
 @pytest.fixture(scope="module")

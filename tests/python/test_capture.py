@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import PYDIR, ROOT
+from conftest import PYDIR, ROOT, rank_dir
 
 sys.path.insert(0, str(PYDIR))
 sys.path.insert(0, str(ROOT / "examples" / "python"))
@@ -54,7 +54,7 @@ def reference(make, batch, step):
 @pytest.mark.parametrize("level", ["L0", "L1", "mix", "L2"])
 def test_levels_dump_forward_and_backward(tmp_path, level):
     _, _, root = run(tmp_path, level)
-    d = load(root / "step0" / "rank")
+    d = load(rank_dir(root / "step0"))
     assert d["level"] == level and d["task"] == "statistics" and d["framework"] == "pytorch"
     names = list(d["data"])
     fwd = [n for n in names if ".forward" in n]
@@ -81,8 +81,8 @@ def test_levels_dump_forward_and_backward(tmp_path, level):
 
 def test_mix_construct_parents(tmp_path):
     _, _, root = run(tmp_path, "mix")
-    c = load(root / "step0" / "rank", "construct.json")
-    d = load(root / "step0" / "rank")["data"]
+    c = load(rank_dir(root / "step0"), "construct.json")
+    d = load(rank_dir(root / "step0"))["data"]
     assert c["Module.blocks.0.Block.forward.0"] is None
     assert c["Module.blocks.0.fc1.Linear.forward.0"] == "Module.blocks.0.Block.forward.0"
     gelu = "Functional.gelu.0.forward"
@@ -92,7 +92,7 @@ def test_mix_construct_parents(tmp_path):
     # Module entries carry their own parameters.
     params = d["Module.blocks.0.fc1.Linear.forward.0"]["parameters"]
     assert set(params) == {"weight", "bias"} and params["weight"]["shape"] == [128, 32]
-    stack = load(root / "step0" / "rank", "stack.json")
+    stack = load(rank_dir(root / "step0"), "stack.json")
     lines = [line for names, frames in stack.values() for line in frames]
     assert any("tiny_models.py" in line and "F.gelu" in line for line in lines)
     assert not any("numprobe/debugger.py" in line for line in lines)
@@ -115,7 +115,7 @@ def test_observer_effect_is_zero(tmp_path, model, level):
     assert torch.equal(loss, ref_loss)
     for n, p in m.named_parameters():
         assert torch.equal(p.detach(), ref_grads[n]), n  # weights after the SGD step
-    assert len(load(tmp_path / "d" / "step0" / "rank")["data"]) > 20
+    assert len(load(rank_dir(tmp_path / "d" / "step0"))["data"]) > 20
 
 
 def iter_leaves(v):
@@ -132,7 +132,7 @@ def iter_leaves(v):
 
 def test_statistics_equal_numpy_fp64(tmp_path):
     _, _, root = run(tmp_path, "L1", task="tensor")
-    rank = root / "step0" / "rank"
+    rank = rank_dir(root / "step0")
     d = load(rank)
     assert d["dump_data_dir"] == str(rank / "dump_tensor_data")
     assert statistics_match_saved_tensors(rank, rel=1e-9, abs_mean=1e-12) > 100
@@ -169,7 +169,7 @@ def relu_in_md5_mode(tmp_path, x):
     y = torch.nn.functional.relu(x)
     dbg.stop()
     dbg.close()
-    return load(tmp_path / "d" / "step0" / "rank")["data"]["Functional.relu.0.forward"], y
+    return load(rank_dir(tmp_path / "d" / "step0"))["data"]["Functional.relu.0.forward"], y
 
 
 def test_md5_is_crc32_of_tensor_bytes(tmp_path):
@@ -181,8 +181,8 @@ def test_md5_is_crc32_of_tensor_bytes(tmp_path):
 
 def test_steps_counters_reset_and_selection(tmp_path):
     _, _, root = run(tmp_path, "mix", steps=3, step=cm.gpt_step)
-    a = list(load(root / "step0" / "rank")["data"])
-    b = list(load(root / "step1" / "rank")["data"])
+    a = list(load(rank_dir(root / "step0"))["data"])
+    b = list(load(rank_dir(root / "step1"))["data"])
     assert a == b  # every counter (parameters_grad too) restarts each step
     _, _, root2 = run(tmp_path / "sel", "L1", steps=3, step=cm.gpt_step, **{})
     assert sorted(p.name for p in root2.iterdir()) == ["step0", "step1", "step2"]
@@ -209,7 +209,7 @@ def test_overflow_check_keeps_only_nonfinite_outputs(tmp_path):
     torch.log(x)  # -inf and nan
     dbg.stop()
     dbg.close()
-    data = load(tmp_path / "d" / "step0" / "rank")["data"]
+    data = load(rank_dir(tmp_path / "d" / "step0"))["data"]
     assert list(data) == ["Torch.log.0.forward"]
     out = data["Torch.log.0.forward"]["output"][0]
     assert out["nan_count"] == 1 and out["neg_inf_count"] == 1
@@ -272,7 +272,7 @@ def test_stats_follow_in_place_writes_of_large_tensors(tmp_path):
     torch.relu(x)
     dbg.stop()
     dbg.close()
-    data = load(tmp_path / "d" / "step0" / "rank")["data"]
+    data = load(rank_dir(tmp_path / "d" / "step0"))["data"]
     inputs = [data[f"Torch.relu.{i}.forward"]["input_args"][0] for i in range(4)]
     assert inputs[0] == inputs[1]
     assert inputs[2]["Max"] == 2 * inputs[0]["Max"]
@@ -299,7 +299,7 @@ def test_views_share_cached_stats_and_see_writes_through_each_other(tmp_path):
     dbg.stop()
     dbg.close()
     assert after["stats_cached"] - before["stats_cached"] >= 2
-    data = load(tmp_path / "d" / "step0" / "rank")["data"]
+    data = load(rank_dir(tmp_path / "d" / "step0"))["data"]
 
     def leaf(name, side="input_args"):
         return data[name][side][0]
@@ -340,7 +340,7 @@ def test_thread_count_noise_is_not_a_divergence(tmp_path, cli):
             roots.append(tmp_path / f"t{threads}")
         finally:
             torch.set_num_threads(1)
-    a, b = (load(r / "step0" / "rank")["data"] for r in roots)
+    a, b = (load(rank_dir(r / "step0"))["data"] for r in roots)
     assert a.keys() == b.keys()
     assert a != b, "thread count changed no bit: the test would not exercise the noise rule"
     cli("compare", "-t", roots[1], "-g", roots[0], "-o", tmp_path / "cmp")
@@ -380,8 +380,8 @@ def test_direct_mode_dumps_what_the_standard_mode_dumps(tmp_path, monkeypatch):
     _, _, fast = run(tmp_path / "fast", "mix")
     monkeypatch.setenv("NUMPROBE_DIRECT_MODE", "0")
     _, _, std = run(tmp_path / "std", "mix")
-    a = load(fast / "step0" / "rank")["data"]
-    b = load(std / "step0" / "rank")["data"]
+    a = load(rank_dir(fast / "step0"))["data"]
+    b = load(rank_dir(std / "step0"))["data"]
     assert list(a) == list(b) and a == b
     # Nothing of numprobe is left installed in torch after close().
     if hasattr(torch.overrides, "_TorchFunctionStackMode"):  # torch 1.13: the direct path ran
@@ -414,15 +414,15 @@ def test_user_torch_function_mode_keeps_working(tmp_path):
         torch.exp(torch.ones(2))
     dbg.close()
     assert "exp" in seen
-    assert "Functional.relu.0.forward" in load(tmp_path / "d" / "step0" / "rank")["data"]
+    assert "Functional.relu.0.forward" in load(rank_dir(tmp_path / "d" / "step0"))["data"]
 
 
 def test_structure_task_has_names_and_shapes_but_no_values(tmp_path):
     _, _, root = run(tmp_path, "mix", task="structure")
-    d = load(root / "step0" / "rank")
+    d = load(rank_dir(root / "step0"))
     leaf = d["data"]["Functional.linear.0.forward"]["output"][0]
     assert leaf["shape"] == [2, 16, 96] and leaf["Max"] is None and leaf["Norm"] is None
-    assert load(root / "step0" / "rank", "construct.json")
+    assert load(rank_dir(root / "step0"), "construct.json")
 
 
 def test_seed_all_reproduces_and_removes_dropout():
@@ -452,7 +452,7 @@ os._exit(3)   # dies mid-step: no stop(), no atexit
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 3, p.stderr
-    rank = tmp_path / "d" / "step0" / "rank"
+    rank = rank_dir(tmp_path / "d" / "step0")
     assert (rank / "dump.journal").exists() and not (rank / "dump.json").exists()
     cli("recover", tmp_path / "d")
     data = load(rank)["data"]
@@ -530,8 +530,8 @@ d.close()
     for mode, env in (("host", {}), ("deferred", {"NUMPROBE_DEFER_CPU_STATS": "1"})):
         subprocess.run([sys.executable, str(script), str(tmp_path / mode)], check=True,
                        env={**os.environ, **env})
-    host = load(tmp_path / "host" / "step0" / "rank")["data"]
-    deferred = load(tmp_path / "deferred" / "step0" / "rank")["data"]
+    host = load(rank_dir(tmp_path / "host" / "step0"))["data"]
+    deferred = load(rank_dir(tmp_path / "deferred" / "step0"))["data"]
     assert list(host) == list(deferred) and len(host) == 10
     for name in host:
         for a, b in zip(iter_leaves(host[name]), iter_leaves(deferred[name])):
@@ -556,7 +556,7 @@ def test_complex_tensors_are_summarised_by_their_magnitudes(tmp_path, dtype, sha
     y = torch.mul(x.conj(), 2)  # a lazily conjugated input: same magnitudes
     d.stop()
     d.close()
-    e = load(tmp_path / "step0" / "rank")["data"]["Torch.mul.0.forward"]
+    e = load(rank_dir(tmp_path / "step0"))["data"]["Torch.mul.0.forward"]
     for leaf, t in ((e["input_args"][0], x), (e["output"][0], y)):
         assert leaf["dtype"] == str(dtype)
         m = np.abs(t.resolve_conj().numpy()).astype(np.float64)
@@ -598,9 +598,9 @@ def run_async_dump_script(tmp_path, device, env=None):
         root = tmp_path / f"async{flag}"
         subprocess.run([sys.executable, str(script), str(root), device, flag], check=True,
                        env={**os.environ, **(env or {})})
-        data = root / "step0" / "rank" / "dump_tensor_data"
+        data = rank_dir(root / "step0") / "dump_tensor_data"
         out[flag] = {p.name: np.load(p) for p in sorted(data.glob("*.npy"))}
-        assert statistics_match_saved_tensors(root / "step0" / "rank", rel=1e-9,
+        assert statistics_match_saved_tensors(rank_dir(root / "step0"), rel=1e-9,
                                               abs_mean=1e-12) == 12
     return out
 
@@ -631,7 +631,7 @@ def test_user_mode_entered_during_capture_sees_calls_first(tmp_path):
     dbg.stop()
     dbg.close()
     assert seen == ["relu", "__get__"] and grad is not None
-    assert list(load(tmp_path / "d" / "step0" / "rank")["data"]) == [
+    assert list(load(rank_dir(tmp_path / "d" / "step0"))["data"]) == [
         "Torch.sigmoid.0.forward", "Torch.relu.0.forward", "Torch.exp.0.forward"]
 
 
@@ -679,7 +679,7 @@ def test_tensor_properties_read_and_write_the_same_during_capture(tmp_path):
     dbg.close()
     assert "__get__" in seen
     assert "grad" not in vars(torch.Tensor)
-    assert "Torch.exp.0.forward" in load(tmp_path / "d" / "step0" / "rank")["data"]
+    assert "Torch.exp.0.forward" in load(rank_dir(tmp_path / "d" / "step0"))["data"]
 
 
 def test_user_mode_on_another_thread_during_capture(tmp_path):
@@ -706,7 +706,7 @@ def test_user_mode_on_another_thread_during_capture(tmp_path):
     dbg.stop()
     dbg.close()
     assert seen == ["relu", "__get__"]
-    assert list(load(tmp_path / "d" / "step0" / "rank")["data"]) == ["Torch.exp.0.forward"]
+    assert list(load(rank_dir(tmp_path / "d" / "step0"))["data"]) == ["Torch.exp.0.forward"]
 
 
 def test_stop_inside_a_user_mode_entered_after_start(tmp_path):
@@ -728,5 +728,5 @@ def test_stop_inside_a_user_mode_entered_after_start(tmp_path):
     dbg.close()
     assert seen == ["relu", "tanh", "sigmoid"]
     assert torch._C._len_torch_function_stack() == 0
-    assert list(load(tmp_path / "d" / "step0" / "rank")["data"]) == ["Torch.relu.0.forward"]
-    assert list(load(tmp_path / "d" / "step1" / "rank")["data"]) == ["Torch.sigmoid.0.forward"]
+    assert list(load(rank_dir(tmp_path / "d" / "step0"))["data"]) == ["Torch.relu.0.forward"]
+    assert list(load(rank_dir(tmp_path / "d" / "step1"))["data"]) == ["Torch.sigmoid.0.forward"]

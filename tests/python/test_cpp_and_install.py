@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, rank_dir
 
 EXAMPLE = BUILD / "bin" / "train_mlp"
 
@@ -26,7 +26,7 @@ def load(path):
 def test_cpp_example_dumps_aten_and_scopes(tmp_path, cli):
     out = sh(EXAMPLE, tmp_path / "a", "mix")
     assert out.count("loss") == 3
-    rank = tmp_path / "a" / "step0" / "rank"
+    rank = rank_dir(tmp_path / "a" / "step0")
     d = load(rank / "dump.json")
     assert d["level"] == "mix"
     names = list(d["data"])
@@ -60,7 +60,7 @@ def test_find_package_from_install_prefix(tmp_path):
     sh(tmp_path / "b" / "train_mlp", tmp_path / "d", "L1",
        env={**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(
            filter(None, [str(prefix / "lib"), os.environ.get("LD_LIBRARY_PATH")]))})
-    assert len(load(tmp_path / "d" / "step2" / "rank" / "dump.json")["data"]) > 10
+    assert len(load(rank_dir(tmp_path / "d" / "step2") / "dump.json")["data"]) > 10
 
 
 def test_pip_install_offline_into_venv(tmp_path):
@@ -79,5 +79,5 @@ def test_pip_install_offline_into_venv(tmp_path):
             f"d = numprobe.PrecisionDebugger(dump_path={str(tmp_path / 'dump')!r}, level='L1')\n"
             "d.start(); torch.nn.functional.relu(torch.ones(3)); d.stop(); d.close()\n")
     sh(py, "-c", code, cwd=tmp_path)
-    data = load(tmp_path / "dump" / "step0" / "rank" / "dump.json")["data"]
+    data = load(rank_dir(tmp_path / "dump" / "step0") / "dump.json")["data"]
     assert "Functional.relu.0.forward" in data

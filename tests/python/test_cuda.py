@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import PYDIR, ROOT
+from conftest import PYDIR, ROOT, rank_dir
 
 sys.path.insert(0, str(PYDIR))
 sys.path.insert(0, str(ROOT / "examples" / "python"))
@@ -48,7 +48,7 @@ def captured_step(root, level, task="statistics", **kw):
 @pytest.mark.parametrize("level", ["L0", "L1", "mix", "L2"])
 def test_levels_capture_forward_and_backward_on_cuda(tmp_path, level):
     captured_step(tmp_path, level)
-    d = load(tmp_path / "step0" / "rank")
+    d = load(rank_dir(tmp_path / "step0"))
     names = list(d["data"])
     assert any(".forward" in n for n in names), names[:5]
     # backward runs on autograd's CUDA device thread, not the thread that called start()
@@ -59,7 +59,7 @@ def test_levels_capture_forward_and_backward_on_cuda(tmp_path, level):
 
 def test_statistics_and_tensors_equal_numpy_on_cuda(tmp_path):
     captured_step(tmp_path, "L1", task="tensor")
-    rank = tmp_path / "step0" / "rank"
+    rank = rank_dir(tmp_path / "step0")
     assert statistics_match_saved_tensors(rank, rel=1e-5, abs_mean=1e-6) > 100
 
 
@@ -82,7 +82,7 @@ def test_md5_and_stats_of_cuda_tensors_of_each_dtype(tmp_path, dtype):
         torch.nn.functional.relu(t)
         dbg.stop()
         dbg.close()
-        e = load(tmp_path / where / "step0" / "rank")["data"]["Functional.relu.0.forward"]
+        e = load(tmp_path / rank_dir(where / "step0"))["data"]["Functional.relu.0.forward"]
         leaves[where] = e["input_args"][0], e["output"][0]
     for dev, cpu in zip(leaves["cuda"], leaves["cpu"]):
         assert_same_statistics(dev, cpu)
@@ -104,7 +104,7 @@ def clone_input_leaf(root, t):
     torch.clone(t)
     dbg.stop()
     dbg.close()
-    return load(root / "step0" / "rank")["data"]["Torch.clone.0.forward"]["input_args"][0]
+    return load(rank_dir(root / "step0"))["data"]["Torch.clone.0.forward"]["input_args"][0]
 
 
 LARGE = (300, 700)  # 210,000 elements: reduced on the device (over 65,536 are not copied back)
@@ -209,7 +209,7 @@ def test_observer_effect_is_zero_on_cuda(tmp_path):
 
 def test_acc_check_replays_a_cuda_dump_on_cuda(tmp_path, cli):
     captured_step(tmp_path / "dump", "L1", task="tensor")
-    dump_json = tmp_path / "dump" / "step0" / "rank" / "dump.json"
+    dump_json = rank_dir(tmp_path / "dump" / "step0") / "dump.json"
     entries = json.loads(dump_json.read_text())["data"]
     forward = [k[: -len(".forward")] for k in entries if k.endswith(".forward")]
     for mode in ("online", "offline"):

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import PYDIR, live
+from conftest import PYDIR, live, rank_dir
 
 torch = pytest.importorskip("torch")
 transformers = live("transformers")
@@ -87,7 +87,7 @@ def test_capture_is_bitwise(tmp_path, arch, level, request):
 @pytest.mark.parametrize("level", ["L0", "L1", "mix"])
 def test_capture_records_the_architecture(tmp_path, arch, level):
     train_step(arch, tmp_path / "dump", level)
-    rank = tmp_path / "dump" / "step0" / "rank"
+    rank = rank_dir(tmp_path / "dump" / "step0")
     data = json.loads((rank / "dump.json").read_text())["data"]
     construct = json.loads((rank / "construct.json").read_text())
     apis = {".".join(name.split(".")[:2]) for name in data if not name.startswith("Module.")}

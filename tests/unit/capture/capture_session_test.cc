@@ -4,6 +4,7 @@
 #include "numprobe/capture_session.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -35,6 +36,9 @@ using numprobe::testing::scratch_dir;
 using numprobe::testing::write_file;
 
 namespace {
+
+// A single-process capture writes step{N}/proc{pid} (msprobe's name); this test process is that process.
+const std::string kProc = "proc" + std::to_string(::getpid());
 
 CaptureConfig config_in(const std::string& dir) {
   CaptureConfig c;
@@ -116,7 +120,7 @@ TEST(CaptureSession, WritesTheStepRankFiles) {
   EXPECT_FALSE(s.active());
   s.start();
   EXPECT_TRUE(s.active());
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
   EXPECT_EQ(s.rank_dir(), rank_dir);
   EntryRecord first = entry("Functional.conv2d.0.forward", 2.5);
   EntryRecord kept = first;
@@ -183,7 +187,7 @@ TEST(CaptureSession, RecycledRecordsWriteOnlyTheirOwnEntry) {
     if (i % 50 == 49) s.flush();  // written: their records go back to the pool
   }
   s.stop();
-  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/rank/dump.json");
+  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/" + kProc + "/dump.json");
   ASSERT_EQ(entry_names(d), names);
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_EQ(numprobe::format::render_entry_body(d, i), expected[i]) << names[i];
@@ -218,7 +222,7 @@ TEST(CaptureSession, PerThreadCachesServeLaterSessionsAndOtherThreads) {
     s.flush();
     record(200, 300);
     s.stop();
-    numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/rank/dump.json");
+    numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/" + kProc + "/dump.json");
     ASSERT_EQ(entry_names(d), names);
     for (size_t i = 0; i < expected.size(); ++i)
       EXPECT_EQ(numprobe::format::render_entry_body(d, i), expected[i]) << names[i];
@@ -251,7 +255,7 @@ TEST(CaptureSession, HeaderFollowsTheConfig) {
   s.start();
   s.submit(entry("Module.fc.Linear.forward.0"));
   s.stop();
-  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/rank/dump.json");
+  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/" + kProc + "/dump.json");
   EXPECT_EQ(d.task(), "overflow_check");
   EXPECT_EQ(d.level(), "L0");
   EXPECT_FALSE(d.dump_data_dir().has_value());
@@ -268,7 +272,7 @@ TEST(CaptureSession, RankDirectory) {
   s.submit(entry("Functional.relu.0.forward"));
   s.stop();
   EXPECT_EQ(names_in(dir + "/dump/step0/rank3"), (Names{"Functional.relu.0.forward"}));
-  EXPECT_FALSE(fs::exists(dir + "/dump/step0/rank"));
+  EXPECT_FALSE(fs::exists(dir + "/dump/step0/" + kProc));
 }
 
 TEST(CaptureSession, SetStepPicksTheStepDirectory) {
@@ -279,7 +283,7 @@ TEST(CaptureSession, SetStepPicksTheStepDirectory) {
   s.start();
   s.submit(entry("Functional.relu.0.forward"));
   s.stop();
-  EXPECT_EQ(names_in(dir + "/dump/step5/rank"), (Names{"Functional.relu.0.forward"}));
+  EXPECT_EQ(names_in(dir + "/dump/step5/" + kProc), (Names{"Functional.relu.0.forward"}));
 }
 
 TEST(CaptureSession, RelativeDumpPathIsMadeAbsolute) {
@@ -287,7 +291,7 @@ TEST(CaptureSession, RelativeDumpPathIsMadeAbsolute) {
   c.dump_path = "./some/dump";
   CaptureSession s(c);
   EXPECT_EQ(s.config().dump_path, (fs::current_path() / "some/dump").string());
-  EXPECT_EQ(s.rank_dir(), s.config().dump_path + "/step0/rank");
+  EXPECT_EQ(s.rank_dir(), s.config().dump_path + "/step0/" + kProc);
 }
 
 TEST(CaptureSession, AdvanceStepResetsCountersAndMovesOn) {
@@ -303,16 +307,16 @@ TEST(CaptureSession, AdvanceStepResetsCountersAndMovesOn) {
   EXPECT_EQ(s.step(), 1);
   EXPECT_TRUE(s.active());  // stays started
   // Step 0's files are complete when advance_step returns.
-  EXPECT_EQ(names_in(dir + "/dump/step0/rank"),
+  EXPECT_EQ(names_in(dir + "/dump/step0/" + kProc),
             (Names{"Functional.relu.0.forward", "Functional.relu.1.forward"}));
-  EXPECT_FALSE(fs::exists(dir + "/dump/step0/rank/" + numprobe::kJournalFileName));
+  EXPECT_FALSE(fs::exists(dir + "/dump/step0/" + kProc + "/" + numprobe::kJournalFileName));
   EXPECT_EQ(s.next_count("Functional.relu"), 0);
   EXPECT_EQ(s.next_count("Tensor.add"), 0);
-  EXPECT_EQ(s.rank_dir(), dir + "/dump/step1/rank");
+  EXPECT_EQ(s.rank_dir(), dir + "/dump/step1/" + kProc);
   s.submit(entry("Functional.relu.0.forward", 7));
   s.stop();
-  EXPECT_EQ(names_in(dir + "/dump/step1/rank"), (Names{"Functional.relu.0.forward"}));
-  EXPECT_EQ(names_in(dir + "/dump/step0/rank").size(), 2u);
+  EXPECT_EQ(names_in(dir + "/dump/step1/" + kProc), (Names{"Functional.relu.0.forward"}));
+  EXPECT_EQ(names_in(dir + "/dump/step0/" + kProc).size(), 2u);
   EXPECT_EQ(s.stats().entries, 3u);
 }
 
@@ -352,7 +356,7 @@ TEST(CaptureSession, StepSelection) {
   s.stop();
   EXPECT_FALSE(fs::exists(dir + "/dump/step0"));
   EXPECT_FALSE(fs::exists(dir + "/dump/step2"));
-  EXPECT_EQ(names_in(dir + "/dump/step1/rank"),
+  EXPECT_EQ(names_in(dir + "/dump/step1/" + kProc),
             (Names{"Functional.relu.0.forward", "Functional.relu.1.forward"}));
 }
 
@@ -400,7 +404,7 @@ TEST(CaptureSession, StartStopTwiceInAStepAppends) {
   s.submit(std::move(a), f1, true, std::nullopt);
   s.submit(entry("Functional.linear.0.forward", 2), f1, true, "Module.fc.Linear.forward.0");
   s.stop();
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
   ASSERT_EQ(names_in(rank_dir).size(), 2u);
 
   s.start();
@@ -461,7 +465,7 @@ TEST(CaptureSession, StackFramesAreRenderedAndGrouped) {
   s.submit(entry("Tensor.mul.0.forward"), blank);
   s.submit(entry("Tensor.sub.0.forward"));  // no stack
   s.stop();
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
 
   auto groups = stack_groups(rank_dir);
   ASSERT_EQ(groups.size(), 3u);
@@ -496,7 +500,7 @@ TEST(CaptureSession, FramesWithoutSourceAreLeftOutAsMsprobeDoes) {
   s.submit(entry("Functional.relu.0.forward"),
            frames({{dir + "/missing.py", 3, "f"}, {"<string>", 1, "<module>"}, {src, 1, "g"}}));
   s.stop();
-  auto groups = stack_groups(dir + "/dump/step0/rank");
+  auto groups = stack_groups(dir + "/dump/step0/" + kProc);
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(groups[0].frames, (Names{"File " + src + ", line 1, in g, \n y = f(x)"}));
 }
@@ -513,7 +517,7 @@ TEST(CaptureSession, NoStacksWithoutExtraInfo) {
   s.submit(entry("Functional.relu.0.forward"), frames({{src, 1, "g"}}), true,
            "Module.a.A.forward.0");
   s.stop();
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
   EXPECT_EQ(names_in(rank_dir).size(), 1u);
   EXPECT_TRUE(stack_groups(rank_dir).empty());
   EXPECT_TRUE(numprobe::read_construct_json(rank_dir + "/construct.json").edges.empty());
@@ -532,7 +536,7 @@ TEST(CaptureSession, ConstructEdgesForMixNotForL1) {
     s.submit(entry("Functional.linear.0.forward"), nullptr, true, "Module.fc.Linear.forward.0");
     s.submit(entry("Tensor.add.0.forward"));  // has_parent false: no edge
     s.stop();
-    const std::string rank_dir = dir + "/dump/step0/rank";
+    const std::string rank_dir = dir + "/dump/step0/" + kProc;
     std::string text = read_file(rank_dir + "/construct.json");
     if (mix) {
       EXPECT_EQ(text,
@@ -556,7 +560,7 @@ TEST(CaptureSession, PendingTensorDataIsWrittenAsNpy) {
   c.level = Level::kMix;
   CaptureSession s(c);
   s.start();
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
 
   auto values = std::make_shared<std::vector<float>>(
       std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -0.5f});
@@ -662,7 +666,7 @@ TEST(CaptureSession, DestructorCompletesTheFiles) {
     s.submit(entry("Functional.relu.0.forward"));
     s.submit(entry("Functional.relu.1.forward"));
   }
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
   EXPECT_EQ(names_in(rank_dir), (Names{"Functional.relu.0.forward", "Functional.relu.1.forward"}));
   EXPECT_TRUE(fs::exists(rank_dir + "/stack.json"));
   EXPECT_TRUE(fs::exists(rank_dir + "/construct.json"));
@@ -709,7 +713,7 @@ TEST(CaptureSession, ManyEntriesKeepSubmissionOrder) {
     s.submit(entry(name, i));
   }
   s.stop();
-  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/rank/dump.json");
+  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/" + kProc + "/dump.json");
   EXPECT_EQ(entry_names(d), expect);
   ASSERT_EQ(d.tensors.size(), 700u);
   EXPECT_EQ(d.tensors[699].max.v, 699.0);
@@ -723,7 +727,7 @@ TEST(CaptureSession, FlushLeavesARecoverableJournal) {
   s.submit(entry("Functional.relu.0.forward"));
   s.submit(entry("Functional.relu.1.forward"));
   s.flush();
-  const std::string rank_dir = dir + "/dump/step0/rank";
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
   const std::string journal = rank_dir + "/" + numprobe::kJournalFileName;
   ASSERT_TRUE(fs::exists(journal));
   EXPECT_FALSE(fs::exists(rank_dir + "/dump.json"));
@@ -769,7 +773,7 @@ TEST(CaptureSession, SubmitFromSeveralThreads) {
   }
   for (auto& th : threads) th.join();
   s.stop();
-  Names names = names_in(dir + "/dump/step0/rank");
+  Names names = names_in(dir + "/dump/step0/" + kProc);
   ASSERT_EQ(names.size(), static_cast<size_t>(kThreads * kEach));
   // Each thread's entries keep their order.
   for (int t = 0; t < kThreads; ++t) {
