@@ -19,20 +19,24 @@ if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; the
   exit 0
 fi
 
-# Python 3.11: NUMPROBE_VENV_PYTHON if set, else the first python3.11 / python3 that is 3.11 and can
-# make a venv with pip (pyenv's on this machine kind; Debian 12's own needs python3.11-venv).
+# NUMPROBE_VENV_PYTHON if set, else the first python3.11 / python3 that is 3.11 and can make a venv
+# with pip (pyenv's on this machine kind; Debian 12's own needs python3.11-venv): torch's wheels for
+# 3.11 lie on this machine kind's disk. Failing that, any Python >= 3.10 that can, whose pip then
+# downloads the pinned wheels (several GB for torch's CUDA build).
 find_python() {
-  local c
-  for c in ${NUMPROBE_VENV_PYTHON:-} python3.11 python3 /usr/bin/python3.11; do
-    command -v "$c" >/dev/null 2>&1 || continue
-    "$c" -c 'import sys, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || continue
-    command -v "$c"
-    return 0
+  local c want
+  for want in '== (3, 11)' '>= (3, 10)'; do
+    for c in ${NUMPROBE_VENV_PYTHON:-} python3.11 python3 /usr/bin/python3.11 /usr/bin/python3; do
+      command -v "$c" >/dev/null 2>&1 || continue
+      "$c" -c "import sys, ensurepip; sys.exit(not sys.version_info[:2] $want)" 2>/dev/null || continue
+      command -v "$c"
+      return 0
+    done
   done
   return 1
 }
 py=$(find_python) || {
-  echo "setup_venv: no Python 3.11 with venv/ensurepip found (set NUMPROBE_VENV_PYTHON)" >&2
+  echo "setup_venv: no Python >= 3.10 with venv/ensurepip found (set NUMPROBE_VENV_PYTHON)" >&2
   exit 1
 }
 

@@ -105,7 +105,8 @@ bool CaptureSession::finished_for_good() const {
 std::string CaptureSession::rank_dir() const {
   if (!rank_dir_.empty()) return rank_dir_;
   // msprobe's names: rank{N} under torch.distributed, proc{pid} for a single process (msprobe 8.3
-  // wrote a bare "rank" there; its newer releases find only proc{pid} or rank{N} in a step directory).
+  // wrote a bare "rank" there; its newer releases find only proc{pid} or rank{N} in a step
+  // directory).
   std::string dir = cfg_.dump_path + "/step" + std::to_string(step_);
   dir += rank_ >= 0 ? "/rank" + std::to_string(rank_) : "/proc" + std::to_string(::getpid());
   return dir;

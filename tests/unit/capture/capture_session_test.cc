@@ -37,7 +37,8 @@ using numprobe::testing::write_file;
 
 namespace {
 
-// A single-process capture writes step{N}/proc{pid} (msprobe's name); this test process is that process.
+// A single-process capture writes step{N}/proc{pid} (msprobe's name); this test process is that
+// process.
 const std::string kProc = "proc" + std::to_string(::getpid());
 
 CaptureConfig config_in(const std::string& dir) {
