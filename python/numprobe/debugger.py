@@ -70,6 +70,17 @@ def _take_off_mode_stack(entry):
 _SHORTCUTS = None
 
 
+def _hook_machinery_codes():
+    """Frames of torch's module-hook machinery whose API calls numprobe does not record: torch 2.x's
+    BackwardHook._apply_on_tensors applies BackwardHookFunction, whose returned inputs autograd turns
+    into views (a Tensor.view_as per tensor, routed through the mode). They exist only because of the
+    module backward hooks numprobe registers at mix and L0, and msprobe's dumps have none of them."""
+    hook = getattr(getattr(torch.utils, "hooks", None), "BackwardHook", None)
+    fn = getattr(hook, "_apply_on_tensors", None)
+    fn = getattr(fn, "_numprobe_original", fn)  # torch's own, under _patch_backward_hook's wrapper
+    return [fn.__code__] if fn is not None and hasattr(fn, "__code__") else []
+
+
 def _install_property_shortcuts():
     """Tensor properties (p.grad, .grad_fn, .is_sparse: 1,800 reads per step of a 100-layer
     optimizer step) skip torch 1.13's mode dispatch while numprobe's direct mode is the only
@@ -144,6 +155,7 @@ class PrecisionDebugger:
         self._api_table = build_api_table()
         _C.set_api_names(self._api_table)
         _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        _C.set_internal_callers(_hook_machinery_codes())
         atexit.register(self._at_exit)
 
     # ---- msprobe API ---------------------------------------------------------------------------
@@ -373,6 +385,7 @@ def _patch_backward_hook():
         return res
 
     apply_on_tensors._numprobe = True
+    apply_on_tensors._numprobe_original = orig
     hooks.BackwardHook._apply_on_tensors = apply_on_tensors
 
 

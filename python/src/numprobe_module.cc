@@ -5,8 +5,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <charconv>
 #include <unordered_map>
+#include <vector>
 
 #include "acc_check_bindings.h"
 #include "capture/torch/tensor_leaf.h"
@@ -44,6 +46,24 @@ struct ApiInfo {
 
 // func object -> its API. Keys hold a reference (see set_api_names).
 std::unordered_map<PyObject*, ApiInfo> g_api_names;
+
+// Code objects of torch's own machinery whose calls are not the model's (set_internal_callers):
+// torch 2.x's module backward hooks (BackwardHook._apply_on_tensors) apply an autograd Function
+// whose outputs autograd makes views of its inputs, one Tensor.view_as each, seen by the mode as if
+// called from that frame. They serve the module hooks numprobe itself registers (mix, L0), change
+// nothing in the computation, and msprobe records none of them. Each holds a reference.
+std::vector<PyObject*> g_internal_callers;
+
+bool called_from_internal_machinery() {
+  if (g_internal_callers.empty()) return false;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed: the Python frame that made the call
+  if (!frame) return false;
+  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+  bool hit = std::find(g_internal_callers.begin(), g_internal_callers.end(),
+                       reinterpret_cast<PyObject*>(code)) != g_internal_callers.end();
+  Py_DECREF(code);
+  return hit;
+}
 
 void append_int(std::string& s, int64_t v) {
   char buf[24];
@@ -168,7 +188,8 @@ PyObject* torch_function(PyObject*, PyObject* const* a, Py_ssize_t n) {
   PyObject* kwargs = n > 3 && a[3] != Py_None && PyDict_GET_SIZE(a[3]) > 0 ? a[3] : nullptr;
   if (!TorchCapture::active()) return call_through(func, args, kwargs);
   auto it = g_api_names.find(func);
-  if (it == g_api_names.end()) return call_through(func, args, kwargs);
+  if (it == g_api_names.end() || called_from_internal_machinery())
+    return call_through(func, args, kwargs);
   return record_call(it->second, func, args, kwargs);
 }
 
@@ -496,6 +517,19 @@ PYBIND11_MODULE(_C, m) {
     return py::reinterpret_steal<py::object>(s);
   });
   m.def("set_own_package_dir", &numprobe::python::set_own_package_dir);
+  m.def(
+      "set_internal_callers",
+      [](py::list codes) {
+        for (PyObject* c : g_internal_callers) Py_DECREF(c);
+        g_internal_callers.clear();
+        for (py::handle c : codes) {
+          if (!PyCode_Check(c.ptr()))
+            throw py::type_error("set_internal_callers takes code objects");
+          g_internal_callers.push_back(c.inc_ref().ptr());
+        }
+      },
+      "Code objects of torch's machinery: API calls made directly from their frames are not "
+      "recorded (torch 2.x's module backward hooks).");
   m.attr("torch_function") =
       py::reinterpret_steal<py::object>(PyCFunction_NewEx(&g_torch_function_def, nullptr, nullptr));
   m.attr("torch_function_method") = py::reinterpret_steal<py::object>(

@@ -730,3 +730,34 @@ def test_stop_inside_a_user_mode_entered_after_start(tmp_path):
     assert torch._C._len_torch_function_stack() == 0
     assert list(load(rank_dir(tmp_path / "d" / "step0"))["data"]) == ["Torch.relu.0.forward"]
     assert list(load(rank_dir(tmp_path / "d" / "step1"))["data"]) == ["Torch.sigmoid.0.forward"]
+
+
+class _ViewAsNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x)).view_as(x)  # the model's own view_as: recorded
+
+
+@pytest.mark.parametrize("level", ["L0", "mix"])
+def test_module_hook_machinery_is_not_recorded(tmp_path, level):
+    """torch 2.x's module backward hooks (registered by numprobe at mix and L0) wrap each module's
+    inputs and outputs in an autograd Function whose outputs autograd turns into views: a
+    Tensor.view_as per tensor, seen by the mode from torch/utils/hooks.py. They are not the model's
+    computation and msprobe records none: only the model's own view_as is dumped."""
+    model = _ViewAsNet()
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level=level)
+    dbg.start(model)
+    model(torch.randn(2, 4, requires_grad=True)).sum().backward()
+    dbg.stop()
+    dbg.step()
+    dbg.close()
+    data = load(rank_dir(tmp_path / "d" / "step0"))["data"]
+    view_as = [n for n in data if n.startswith("Tensor.view_as.")]
+    if level == "mix":
+        assert view_as == ["Tensor.view_as.0.forward", "Tensor.view_as.0.backward"], view_as
+    else:
+        assert view_as == [], view_as
