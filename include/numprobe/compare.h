@@ -79,6 +79,19 @@ struct CompareReport {
   std::vector<CrossRankOrigin> origins;  // steps with a divergence on at least one rank
 };
 
+// How much a compare compared. A pair that paired no row, or fewer rows than it left without a
+// partner, must say so: "no divergence" is a finding about compared rows only.
+enum class Coverage : uint8_t {
+  kCompared,         // most rows paired
+  kMostlyUnmatched,  // fewer rows paired than left without a partner (on either side)
+  kNothingCompared,  // no row paired (or, for a report, no pair or no pair with a paired row)
+};
+const char* coverage_name(Coverage c);  // "compared" | "mostly_unmatched" | "nothing_compared"
+Coverage pair_coverage(const PairResult& p);
+// The report's worst: nothing_compared when no pair paired a row, mostly_unmatched when some pair
+// did not compare most of its rows (or paired nothing), compared otherwise.
+Coverage report_coverage(const CompareReport& rep);
+
 // Pairs rank dumps by (step, rank id / label), detects the mode, compares. Throws InputError when
 // the two sides' tasks are incompatible (e.g. md5 vs statistics).
 // Pairs run on up to `threads` threads (0: the hardware's); threads beyond the number of pairs

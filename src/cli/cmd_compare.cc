@@ -81,6 +81,13 @@ class CompareCommand : public Subcommand {
     format::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     report(rep, secs);
+    if (report_coverage(rep) == Coverage::kNothingCompared) {
+      // Written files say so too (summary.json "coverage"); a script must not read this as clean.
+      fprintf(stderr, "numprobe compare: nothing compared: %s\n",
+              rep.pairs.empty() ? "no step/rank of the target pairs with one of the golden"
+                                : "no row of the target pairs with a row of the golden");
+      return 1;
+    }
     return 0;
   }
 
@@ -124,7 +131,20 @@ class CompareCommand : public Subcommand {
           label(p.target_where).c_str(), compare_mode_name(p.mode), p.rows.size(), p.matched,
           p.pass, p.warning, p.error, p.unmatched_target, p.unmatched_golden);
       if (!p.first_divergence) {
-        printf("  no divergence beyond noise\n");
+        switch (pair_coverage(p)) {
+          case Coverage::kNothingCompared:
+            printf("  nothing compared: no row paired\n");
+            break;
+          case Coverage::kMostlyUnmatched:
+            printf(
+                "  no divergence among the %zu paired rows, but %zu rows found no partner: "
+                "most of the two runs was not compared\n",
+                p.matched, p.unmatched_target + p.unmatched_golden);
+            break;
+          case Coverage::kCompared:
+            printf("  no divergence beyond noise\n");
+            break;
+        }
         continue;
       }
       const FirstDivergence& f = *p.first_divergence;

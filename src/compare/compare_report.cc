@@ -296,6 +296,8 @@ std::string render_summary_json(const CompareReport& rep) {
   w.begin_object();
   w.key("mode");
   w.string_value(rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode));
+  w.key("coverage");
+  w.string_value(coverage_name(report_coverage(rep)));
   w.key("pairs");
   w.begin_array();
   for (const PairResult& p : rep.pairs) {
@@ -319,6 +321,8 @@ std::string render_summary_json(const CompareReport& rep) {
     count("error", p.error);
     count("unmatched_target", p.unmatched_target);
     count("unmatched_golden", p.unmatched_golden);
+    w.key("coverage");
+    w.string_value(coverage_name(pair_coverage(p)));
     w.key("first_divergence");
     if (!p.first_divergence) {
       w.null_value();

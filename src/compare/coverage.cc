@@ -1,0 +1,34 @@
+#include "numprobe/compare.h"
+
+namespace numprobe {
+
+const char* coverage_name(Coverage c) {
+  switch (c) {
+    case Coverage::kCompared:
+      return "compared";
+    case Coverage::kMostlyUnmatched:
+      return "mostly_unmatched";
+    case Coverage::kNothingCompared:
+      return "nothing_compared";
+  }
+  return "compared";
+}
+
+Coverage pair_coverage(const PairResult& p) {
+  if (p.matched == 0) return Coverage::kNothingCompared;
+  if (p.unmatched_target + p.unmatched_golden > p.matched) return Coverage::kMostlyUnmatched;
+  return Coverage::kCompared;
+}
+
+Coverage report_coverage(const CompareReport& rep) {
+  bool any_compared = false, all_compared = true;
+  for (const PairResult& p : rep.pairs) {
+    const Coverage c = pair_coverage(p);
+    any_compared = any_compared || c != Coverage::kNothingCompared;
+    all_compared = all_compared && c == Coverage::kCompared;
+  }
+  if (!any_compared) return Coverage::kNothingCompared;
+  return all_compared ? Coverage::kCompared : Coverage::kMostlyUnmatched;
+}
+
+}  // namespace numprobe
