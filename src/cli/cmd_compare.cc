@@ -173,6 +173,13 @@ class CompareCommand : public Subcommand {
       printf(")\n");
     }
     for (const auto& s : rep.problems) printf("warning: %s\n", s.c_str());
+    if (stack_) {
+      for (const PairResult& p : rep.pairs) {
+        if (!p.target.stack)
+          printf("warning: -s: %s has no readable stack.json, its NPU_Stack_Info is N/A\n",
+                 p.target_where.dir.c_str());
+      }
+    }
     printf("wrote %s/summary.json and %zu csv%s file(s) in %.3f s\n", out_.c_str(),
            rep.pairs.size(), xlsx_ ? " + xlsx" : "", secs);
   }

@@ -465,6 +465,16 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
   for (auto& worker : pool) worker.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  // A side file that exists but cannot be read (a truncated stack.json, say) leaves its columns
+  // N/A: the report says why. A missing one is normal (construct.json at L1) and is not listed.
+  for (const PairResult& p : report.pairs) {
+    for (const auto* side : {&p.target, &p.golden}) {
+      for (const std::string& problem : side->problems) {
+        if (problem.size() < 8 || problem.compare(problem.size() - 8, 8, " missing") != 0)
+          report.problems.push_back((side == &p.target ? "target: " : "golden: ") + problem);
+      }
+    }
+  }
   find_cross_rank_origins(report);
   return report;
 }

@@ -242,3 +242,20 @@ def test_mindspore_apis_replay_through_the_builtin_api_table(cli, tmp_path):
         assert got[api][1] == "pass", got[api]
     assert got["Functional.no_such_ms_op.0"][1] == "SKIP"
     assert "PyTorch equivalent" in got["Functional.no_such_ms_op.0"][3]
+
+
+def test_api_info_takes_a_directory_like_compare_and_info(cli, fixtures, tmp_path):
+    # A rank directory (here msprobe's acc_check input folder, which holds dump.json) is read.
+    acc(cli, "-api_info", fixtures / "acc_check_input" / "pytorch", "-o", tmp_path / "dir")
+    r, _ = results(tmp_path / "dir")
+    assert {row[0] for row in r[1:]} >= {"Tensor.__mul__.7", "Torch.chunk.4", "Torch.cat.8"}
+    # A dump root with several ranks: one line naming the choice, exit 1, no traceback.
+    p = acc(cli, "-api_info", fixtures / "visualization_multi_step_rank", "-o", tmp_path / "many",
+            check=False)
+    assert p.returncode == 1
+    assert "rank dumps" in p.stderr and "acc-check checks one" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # A directory without any dump.json.
+    (tmp_path / "empty").mkdir()
+    p = acc(cli, "-api_info", tmp_path / "empty", "-o", tmp_path / "none", check=False)
+    assert p.returncode == 1 and "no dump.json" in p.stderr and "Traceback" not in p.stderr

@@ -74,3 +74,17 @@ def test_a_full_compare_is_compared(tmp_path):
     p, s = compare(tmp_path / "t", tmp_path / "g", tmp_path / "out")
     assert p.returncode == 0 and s["coverage"] == "compared"
     assert "no divergence beyond noise" in p.stdout
+
+
+def test_an_unreadable_stack_json_is_reported(tmp_path):
+    write(tmp_path / "t", [(0, "rank0")], entries(2))
+    write(tmp_path / "g", [(0, "rank0")], entries(2))
+    stack = tmp_path / "t" / "step0" / "rank0" / "stack.json"
+    stack.write_text('{"0": [["Functional.relu.0.forward"], ["File a.py, line 1')  # cut mid-write
+    p = subprocess.run([str(CLI), "compare", "-t", str(tmp_path / "t"), "-g", str(tmp_path / "g"),
+                        "-o", str(tmp_path / "out"), "-s"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert any(str(stack) in problem for problem in s["problems"]), s["problems"]
+    assert f"warning: target: {stack}" in p.stdout
+    assert "has no readable stack.json, its NPU_Stack_Info is N/A" in p.stdout

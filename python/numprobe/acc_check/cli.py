@@ -11,7 +11,7 @@ import time
 import torch
 
 from numprobe import _C
-from .plan import build_plan
+from .plan import build_plan, resolve_api_info
 from .runner import Options, run_case, save_error_data, skipped, worst
 from .repro import write_repro
 
@@ -149,6 +149,7 @@ def main(argv=None):
     _limit_blas_threads(max(1, a.threads))
     _cuda_precision(a.tf32)
     try:
+        a.api_info = resolve_api_info(a.api_info)
         cases, task = build_plan(a.api_info, a.filter)
     except ValueError as e:
         print(f"numprobe {cmd}: error: {e}", file=sys.stderr)

@@ -1,4 +1,5 @@
 """Which APIs a dump holds and how each will be replayed (or why not)."""
+import glob
 import json
 import os
 import re
@@ -49,6 +50,26 @@ def _split(api: str):
     return parts[0], ".".join(parts[1:-1])
 
 
+def resolve_api_info(path: str) -> str:
+    """The dump.json that -api_info names: the file itself, or the one dump.json under a rank
+    directory, a step directory or a dump root (as compare and info take them). acc-check checks
+    one process's APIs: a directory holding several rank dumps is an error that lists them."""
+    if not os.path.isdir(path):
+        return path
+    found = sorted(glob.glob(os.path.join(path, "dump.json")) or
+                   glob.glob(os.path.join(path, "*", "dump.json")) or
+                   glob.glob(os.path.join(path, "*", "*", "dump.json")))
+    if not found:
+        raise ValueError(f"{path}: a directory with no dump.json in it, its rank or its step "
+                         "directories")
+    if len(found) > 1:
+        shown = ", ".join(os.path.relpath(f, path) for f in found[:4])
+        more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+        raise ValueError(f"{path}: holds {len(found)} rank dumps ({shown}{more}); acc-check checks "
+                         "one: name its dump.json or rank directory")
+    return found[0]
+
+
 def load_api_info(path: str):
     """dump.json (msprobe or numprobe, with its "data") or msprobe's bare forward.json."""
     try:
@@ -56,6 +77,10 @@ def load_api_info(path: str):
             doc = json.load(f)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}): not a dump.json") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") \
             from None
