@@ -165,8 +165,11 @@ std::vector<std::string> compare_table_header(const PairResult& p, bool with_sta
     header.insert(header.end(), {"NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
                                  "Bench min", "Bench mean", "Bench l2norm"});
   }
-  header.insert(header.end(),
-                {"Requires_grad Consistent", "Status", "Match", "Reason", "Err_message"});
+  header.push_back("Requires_grad Consistent");
+  // msprobe's own verdict column of md5 mode (pass / Different / N/A), for scripts written
+  // against msprobe's CSVs; numprobe's Status, Match and Reason follow.
+  if (p.mode == CompareMode::kMd5) header.push_back("Result");
+  header.insert(header.end(), {"Status", "Match", "Reason", "Err_message"});
   if (with_stack) header.push_back("NPU_Stack_Info");
   if (p.mode == CompareMode::kTensor) header.push_back("Data_name");
   return header;
@@ -223,6 +226,12 @@ void compare_table_row(const PairResult& p, const RowResult& r, bool with_stack,
       out.metric(hg ? stat_cell(*s) : "N/A");
   }
   out.text(requires_grad_consistent(p, r) ? "True" : "False");
+  if (p.mode == CompareMode::kMd5) {
+    // msprobe leaves rows of different shapes unpaired (N/A); numprobe pairs them, and equal bytes
+    // in another shape or dtype are not the same tensor.
+    const bool alike = both && t.dtype == g.dtype && shape_cell(t) == shape_cell(g);
+    out.text(!both ? "N/A" : alike ? md5_result(t, g) : "Different");
+  }
   out.text(row_status_name(r.status));
   out.text(match_kind_name(r.pair.how));
   out.text(r.reason);

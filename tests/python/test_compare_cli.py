@@ -136,3 +136,21 @@ def test_a_dump_against_itself_has_no_divergence(cli, fixtures, tmp_path, path):
     assert pair["error"] == 0 and pair["warning"] == 0
     assert pair["unmatched_target"] == 0 and pair["unmatched_golden"] == 0
     assert pair["pass"] == pair["rows"] > 0
+
+
+def test_md5_csv_has_msprobes_result_column(cli, fixtures, tmp_path):
+    """Scripts written for msprobe's md5 CSVs read its Result column (pass / Different / N/A): it
+    is there, equal to msprobe's own on every row msprobe wrote, beside numprobe's Status."""
+    _, rows = run_compare(cli, fixtures, tmp_path, "md5")
+    header = list(rows[0])
+    assert header.index("Result") == header.index("Requires_grad Consistent") + 1
+    assert header.index("Status") == header.index("Result") + 1
+    golden = fixtures / "golden_compare_outputs_mstt" / "synth_md5" / "compare_result.csv"
+    theirs = {r["NPU Name"]: r["Result"] for r in csv.DictReader(golden.open(newline=""))}
+    ours = {r["NPU Name"]: r for r in rows if r["NPU Name"] != "N/A"}
+    assert set(theirs) <= set(ours)
+    # numprobe pairs the shape-mismatched row msprobe leaves alone (N/A): same bytes, another shape.
+    assert ours["Functional.shape_mismatch.0.forward.output.0"]["Result"] == "Different"
+    assert theirs.pop("Functional.shape_mismatch.0.forward.output.0") == "N/A"
+    assert {k: ours[k]["Result"] for k in theirs} == theirs
+    assert {"pass", "Different", "N/A"} <= set(theirs.values())
