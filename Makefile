@@ -90,6 +90,8 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu')
 
 bench: build
+	build/bin/bench_hash
+	$(PY) bench/stats_vs_cat.py
 	build/bin/bench_stats
 	build/bin/bench_json
 	build/bin/bench_compare

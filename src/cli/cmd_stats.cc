@@ -67,7 +67,7 @@ class StatsCommand : public Subcommand {
     StatsOptions opt;
     opt.threads = static_cast<int>(threads_);
     TensorStats s = compute_stats(f.data(), f.count(), f.dtype(), opt);
-    uint32_t crc = crc32(f.data(), f.bytes());
+    uint32_t crc = crc32_parallel(f.data(), f.bytes(), static_cast<unsigned>(threads_));
     if (json_) {
       std::string out = "{\"file\": ";
       format::append_py_string(out, path);

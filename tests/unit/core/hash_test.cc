@@ -1,6 +1,7 @@
 #include "numprobe/hash.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <string>
 #include <vector>
@@ -29,6 +30,50 @@ TEST(Crc32, ChainingEqualsOneShot) {
   }
   // A zero-length continuation keeps the seed.
   EXPECT_EQ(crc32(data.data(), 0, whole), whole);
+}
+
+// Bit for bit zlib's crc32 (the second reader; msprobe's md5 task is zlib.crc32) whichever
+// implementation runs: every size 0..4096 at every start offset 0..63 (the folding CRC has separate
+// paths for unaligned heads, short tails and each block size), with zero and non-zero seeds.
+TEST(Crc32, EqualsZlibAtEverySizeAndAlignment) {
+  std::vector<uint8_t> data(4096 + 64);
+  uint32_t x = 2463534242u;
+  for (uint8_t& b : data) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    b = static_cast<uint8_t>(x);
+  }
+  size_t checked = 0;
+  for (size_t start = 0; start < 64; ++start) {
+    for (size_t size = 0; size <= 4096; size += start < 8 ? 1 : 61) {
+      const uint8_t* p = data.data() + start;
+      for (uint32_t seed : {0u, 0xCBF43926u}) {
+        const auto want = static_cast<uint32_t>(::crc32_z(seed, p, size));  // zlib: the reference
+        ASSERT_EQ(crc32(p, size, seed), want)
+            << crc32_implementation() << " size " << size << " start " << start << " seed " << seed;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 60000u);
+  // Large buffers (the wide folding loop), unaligned.
+  std::vector<uint8_t> big(size_t{3} << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  for (size_t start : {size_t{0}, size_t{1}, size_t{13}}) {
+    const size_t n = big.size() - start;
+    EXPECT_EQ(crc32(big.data() + start, n),
+              static_cast<uint32_t>(::crc32_z(0, big.data() + start, n)))
+        << start;
+  }
+}
+
+TEST(Crc32, ParallelEqualsSerial) {
+  std::vector<uint8_t> big((size_t{40} << 20) + 12345);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 40503u >> 7);
+  const uint32_t serial = crc32(big.data(), big.size());
+  for (unsigned threads : {0u, 1u, 2u, 3u, 5u})
+    EXPECT_EQ(crc32_parallel(big.data(), big.size(), threads), serial) << threads;
+  EXPECT_EQ(crc32_parallel(big.data(), 100, 4), crc32(big.data(), 100));
+  EXPECT_EQ(crc32_parallel(big.data(), 0, 4), 0u);
 }
 
 TEST(Crc32, HexFormat) {
