@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
 
   const double t_read = best_seconds(runs, [&] {
     uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (size_t i = 0; i + 4 <= buf.size(); i += 4) a += buf[i], b += buf[i + 1], c += buf[i + 2], d += buf[i + 3];
+    for (size_t i = 0; i + 4 <= buf.size(); i += 4)
+      a += buf[i], b += buf[i + 1], c += buf[i + 2], d += buf[i + 3];
     g_sink = g_sink + a + b + c + d;
   });
   uint32_t ours = 0, zlibs = 0;

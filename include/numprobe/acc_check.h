@@ -100,10 +100,11 @@ class AccResultFiles {
   bool done(std::string_view api) const;
   size_t done_count() const { return done_.size(); }
 
-  // api: "Functional.gelu.0". forward/backward: one AccColumns per output, in order.
+  // api: "Functional.gelu.0". forward/backward: one AccColumns per output, in order. message: the
+  // Message column (why the API, or its backward, was skipped or not compared), "" when clean.
   void write(const std::string& api, AccStatus fwd, AccStatus bwd,
              const std::vector<AccColumns>& forward, const std::vector<AccColumns>& backward,
-             const std::string& skip_message = {});
+             const std::string& message = {});
 
  private:
   std::string result_path_, details_path_;

@@ -191,8 +191,7 @@ bool AccResultFiles::done(std::string_view api) const {
 
 void AccResultFiles::write(const std::string& api, AccStatus fwd, AccStatus bwd,
                            const std::vector<AccColumns>& forward,
-                           const std::vector<AccColumns>& backward,
-                           const std::string& skip_message) {
+                           const std::vector<AccColumns>& backward, const std::string& message) {
   std::string details;
   for (size_t i = 0; i < forward.size(); ++i)
     append_row(details, detail_cells(api + ".forward.output." + std::to_string(i), forward[i]));
@@ -201,8 +200,7 @@ void AccResultFiles::write(const std::string& api, AccStatus fwd, AccStatus bwd,
   append_file(details_path_, details);
 
   std::string result;
-  append_row(result, {guarded(api), acc_status_name(fwd), acc_status_name(bwd),
-                      fwd == AccStatus::kSkip ? guarded(skip_message) : std::string()});
+  append_row(result, {guarded(api), acc_status_name(fwd), acc_status_name(bwd), guarded(message)});
   append_file(result_path_, result);
   done_.insert(std::upper_bound(done_.begin(), done_.end(), api), api);
 }

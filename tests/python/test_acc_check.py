@@ -259,3 +259,31 @@ def test_api_info_takes_a_directory_like_compare_and_info(cli, fixtures, tmp_pat
     (tmp_path / "empty").mkdir()
     p = acc(cli, "-api_info", tmp_path / "empty", "-o", tmp_path / "none", check=False)
     assert p.returncode == 1 and "no dump.json" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_offline_clean_dump_has_no_false_backward_errors(cli, tmp_path):
+    """A clean L1 tensor dump replayed offline: no API is an error, forward or backward. A recorded
+    gradient the replay cannot pair (linear records the [N, out] gradient of its last autograd node,
+    which no input has) is said in the Message and not compared; a recorded gradient made 0.5 %
+    wrong is still caught."""
+    dump_json = dump(tmp_path, "gpt", "L1", "tensor")
+    out = tmp_path / "clean"
+    acc(cli, "-api_info", dump_json, "-o", out, "--offline")
+    r, _ = results(out)
+    rows = {row[0]: row for row in r[1:]}
+    errors = {k: v[1:] for k, v in rows.items() if "error" in (v[1], v[2])}
+    assert not errors, errors
+    linear = rows["Functional.linear.0"]
+    assert linear[2] == "SKIP" and "not compared" in linear[3] and "recorded gradient 0" in linear[3], linear
+    assert sum(v[2] == "pass" for v in rows.values()) >= 10  # backward compared where it pairs
+
+    # The recorded gradient of gelu's input, 0.5 % off: the backward column catches it.
+    data = dump_json.parent / "dump_tensor_data"
+    (grad_file,) = data.glob("Functional.gelu.0.backward.output.0.*")
+    import numpy as np
+    g = np.load(grad_file)
+    np.save(grad_file, (g * 1.005).astype(g.dtype))
+    acc(cli, "-api_info", dump_json, "-o", tmp_path / "bad", "--offline")
+    r, _ = results(tmp_path / "bad")
+    rows = {row[0]: row for row in r[1:]}
+    assert rows["Functional.gelu.0"][1] == "pass" and rows["Functional.gelu.0"][2] == "error"

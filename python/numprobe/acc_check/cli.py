@@ -87,7 +87,7 @@ def _run_cases(cases, files, opts, a, mindspore, progress):
             except Exception as e:  # a bad entry is reported and the run goes on
                 out = skipped(f"{type(e).__name__}: {e}".strip())
         files.write(case.name, out.forward_status, out.backward_status, out.forward, out.backward,
-                    out.message if out.forward_status == "SKIP" else "")
+                    out.message if "SKIP" in (out.forward_status, out.backward_status) else "")
         if a.save_error_data and "error" in (out.forward_status, out.backward_status):
             save_error_data(error_dir, case.name, out.tensors)
         verdict = worst(out.forward_status, out.backward_status)

@@ -211,11 +211,20 @@ def _backward(case, builder, opts, bench_out, bench_copy, device_out, dev_copy, 
     torch.autograd.backward([o for o, _ in pairs], [_reference_copy(g) for _, g in pairs])
     bench_grads = [t.grad for t in bench_copy.leaves]
     if opts.offline:
-        recorded = builder.value(case.backward.get("output") or [], False)
-        device_grads = [t for t in _leaves(recorded, []) if isinstance(t, torch.Tensor)]
-        if len(device_grads) != len(bench_grads):
-            return ERROR, [_C.acc_unusable(ERROR, "recorded and replayed gradients differ in "
-                                           "number.")], ""
+        recorded = _leaves(builder.value(case.backward.get("output") or [], False), [])
+        bench_grads, device_grads, unpaired = _pair_recorded_grads(bench_out, bench_copy.leaves,
+                                                                   bench_grads, recorded)
+        tensors["backward.input"] = grads
+        tensors["backward.output.bench"] = bench_grads
+        tensors["backward.output.device"] = device_grads
+        cols = []
+        if bench_grads:
+            _, cols = compare_outputs(case.op, bench_grads, device_grads)
+        message = ""
+        if unpaired:
+            message = "backward: " + "; ".join(unpaired) + " (not compared)"
+            cols = cols + [_C.acc_unusable(SKIP, message)]
+        return overall(cols), cols, message
     else:
         dev_outs = [t for t in _leaves(device_out, []) if isinstance(t, torch.Tensor)]
         dpairs = [(o, g) for o, g in zip(dev_outs, grads)
@@ -228,6 +237,50 @@ def _backward(case, builder, opts, bench_out, bench_copy, device_out, dev_copy, 
     tensors["backward.output.device"] = device_grads
     status, cols = compare_outputs(case.op, bench_grads, _map(device_grads, lambda t: t.cpu()))
     return status, cols, ""
+
+
+def _leaf_of(fn, leaves):
+    """The replay's input leaf that autograd node fn accumulates into, through the clone the copier
+    puts between a leaf and the API; None when fn is an inner node of the API (or nothing)."""
+    while fn is not None and fn.name().startswith("CloneBackward"):
+        fn = fn.next_functions[0][0]
+    variable = getattr(fn, "variable", None)  # AccumulateGrad nodes hold their leaf
+    return next((k for k, leaf in enumerate(leaves) if leaf is variable), None)
+
+
+def _pair_recorded_grads(bench_out, leaves, replayed, recorded):
+    """Pairs the gradients a dump recorded for an API's backward with those the replay computed.
+
+    msprobe and numprobe record, for an API's backward, the gradients its output's autograd node
+    hands to each of that node's inputs, in the node's order (None where an input takes none). For
+    an API made of one node (gelu, softmax) those are the API's input gradients; for a composite
+    (linear's view of an addmm, cross_entropy's nll_loss over log_softmax) some go to inner nodes.
+    The replay builds the same node, so recorded gradient i belongs to the node's input i: it is
+    compared with the replayed gradient of the input leaf that input leads to, and where it leads
+    to an inner node instead, it is not compared (said in the Message, never an error).
+    Returns (replayed gradients, recorded gradients) paired in order, and a note per unpaired one.
+    """
+    outs = [t for t in _leaves(bench_out, []) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    if not outs:
+        return [], [], ["the replayed output has no autograd node to pair recorded gradients with"]
+    node = outs[0].grad_fn  # the output the capture attached the backward entry to
+    inputs = node.next_functions
+    if len(recorded) != len(inputs):
+        return [], [], [f"{len(recorded)} recorded gradients for {node.name()}, whose replay has "
+                        f"{len(inputs)} inputs"]
+    bench, device, unpaired = [], [], []
+    for i, (r, (fn, _)) in enumerate(zip(recorded, inputs)):
+        if not isinstance(r, torch.Tensor):
+            continue
+        k = _leaf_of(fn, leaves)
+        if k is None or not isinstance(replayed[k], torch.Tensor):
+            into = fn.name() if fn is not None else "nothing"
+            unpaired.append(f"recorded gradient {i} {list(r.shape)} goes to {into}, inside the API, "
+                            "not to one of its inputs")
+            continue
+        bench.append(replayed[k])
+        device.append(r.cpu())
+    return bench, device, unpaired
 
 
 def save_error_data(out_dir, api, tensors):
