@@ -1,5 +1,7 @@
-"""pip install . : builds numprobe._C with CMake (offline; needs the Debian packages of
-scripts/setup.sh) and installs the Python package from python/numprobe.
+"""pip install . : builds numprobe._C and the numprobe CLI with CMake (offline; needs the Debian
+packages of scripts/setup.sh) and installs the Python package from python/numprobe (with
+numprobe.acc_check), the CLI binary inside it (numprobe/bin/numprobe) and a `numprobe` command that
+runs that binary with this interpreter (numprobe_cli.py).
 
 In a venv made with --system-site-packages (torch comes from Debian):
     python -m venv --system-site-packages env && env/bin/pip install --no-build-isolation .
@@ -7,10 +9,11 @@ In a venv made with --system-site-packages (torch comes from Debian):
 import hashlib
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -34,8 +37,12 @@ class CMakeBuild(build_ext):
                                "-DNUMPROBE_PYTHON_NO_LINKS=ON",
                                # e.g. a CUDA torch's toolkit: scripts/torch_cmake_args.py
                                *os.environ.get("NUMPROBE_CMAKE_ARGS", "").split()])
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "numprobe_python",
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "numprobe_python", "numprobe",
                                "-j", str(min(os.cpu_count() or 2, 4))])
+        # The CLI the CMake build makes, inside the package: numprobe_cli runs it, and it finds this
+        # package beside itself (src/cli/python_front.cc) for acc-check.
+        os.makedirs(os.path.join(out_dir, "bin"), exist_ok=True)
+        shutil.copy2(os.path.join(build_dir, "bin", "numprobe"), os.path.join(out_dir, "bin", "numprobe"))
 
 
 setup(
@@ -43,7 +50,9 @@ setup(
     version="0.1.0",
     description="Find the first op where two training runs diverge (msprobe-compatible dumps)",
     package_dir={"": "python"},
-    packages=["numprobe"],
+    packages=find_packages("python"),
+    py_modules=["numprobe_cli"],
+    entry_points={"console_scripts": ["numprobe = numprobe_cli:main"]},
     ext_modules=[Extension("numprobe._C", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.8",

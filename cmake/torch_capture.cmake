@@ -138,14 +138,8 @@ endif()
 list(REMOVE_ITEM _np_rpath ${CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES})
 set_target_properties(numprobe_shared PROPERTIES INSTALL_RPATH "${_np_rpath}")
 
-include(GNUInstallDirs)
 install(TARGETS numprobe_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/numprobe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 get_filename_component(NUMPROBE_TORCH_CMAKE_PREFIX "${Torch_DIR}" DIRECTORY)
-configure_file(${CMAKE_SOURCE_DIR}/cmake/numprobeConfig.cmake.in
-               ${CMAKE_BINARY_DIR}/numprobeConfig.cmake @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/numprobeConfig.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/numprobe)
 
 # The example program, built in-tree against the same target find_package(numprobe) provides.
 add_subdirectory(${CMAKE_SOURCE_DIR}/examples ${CMAKE_BINARY_DIR}/examples)
@@ -181,6 +175,9 @@ target_link_libraries(numprobe_python PRIVATE numprobe_capture_torch ${TORCH_PYT
 target_compile_definitions(numprobe_python PRIVATE TORCH_EXTENSION_NAME=_C TORCH_API_INCLUDE_EXTENSION_H
   PYBIND11_COMPILER_TYPE="_gcc" PYBIND11_STDLIB="_libstdcpp" PYBIND11_BUILD_ABI="_cxxabi1017")
 target_compile_options(numprobe_python PRIVATE ${NUMPROBE_WARNINGS})
+# Installed beside the package's Python files (CMakeLists.txt), finding its torch as libnumprobe does.
+set_target_properties(numprobe_python PROPERTIES INSTALL_RPATH "${_np_rpath}")
+install(TARGETS numprobe_python LIBRARY DESTINATION lib/numprobe/python/numprobe)
 
 # acc-check replay: aten ops through the dispatcher, device vs reference comparison. Linked into
 # the Python module, where the L1 replay runs.

@@ -24,12 +24,46 @@ bool is_python_front(const char* sub) {
   return std::strcmp(sub, "acc-check") == 0 || std::strcmp(sub, "multi-acc-check") == 0;
 }
 
+namespace {
+
+bool has_package(const std::string& dir) {
+  return !dir.empty() && access((dir + "/numprobe/acc_check/__main__.py").c_str(), R_OK) == 0;
+}
+
+// The directory holding the numprobe package acc-check runs, first found of:
+//   $NUMPROBE_PYTHONPATH (asked for);
+//   beside this executable, as installed: pip puts it at <site-packages>/numprobe/bin/numprobe,
+//   `cmake --install` at <prefix>/bin/numprobe with the package in <prefix>/lib/numprobe/python;
+//   the build tree's (NUMPROBE_PYTHON_DIR, compiled in: the source tree or the lane's own tree).
+// An installed binary so never runs the source tree it was built from. "" when none is found:
+// the interpreter's own sys.path then has to hold it.
+std::string package_dir() {
+  const char* env = std::getenv("NUMPROBE_PYTHONPATH");
+  if (env && *env) return env;
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    std::string bin_dir(exe);
+    bin_dir.erase(bin_dir.find_last_of('/'));  // .../bin
+    const std::string up = bin_dir.substr(0, bin_dir.find_last_of('/'));
+    if (bin_dir.size() > 13 && bin_dir.compare(bin_dir.size() - 13, 13, "/numprobe/bin") == 0) {
+      const std::string site = up.substr(0, up.find_last_of('/'));  // pip: .../site-packages
+      if (has_package(site)) return site;
+    }
+    if (has_package(up + "/lib/numprobe/python")) return up + "/lib/numprobe/python";
+  }
+  if (has_package(NUMPROBE_PYTHON_DIR)) return NUMPROBE_PYTHON_DIR;
+  return "";
+}
+
+}  // namespace
+
 int run_python_front(int argc, char** argv) {
   const char* env_python = std::getenv("NUMPROBE_PYTHON");
   const std::string python = env_python && *env_python ? env_python : NUMPROBE_PYTHON_EXECUTABLE;
-  // The package next to this build (source tree) unless an installed one is asked for.
-  const std::string dir = NUMPROBE_PYTHON_DIR;
-  if (!dir.empty() && access((dir + "/numprobe/__init__.py").c_str(), R_OK) == 0) {
+  const std::string dir = package_dir();
+  if (!dir.empty()) {
     const char* old = std::getenv("PYTHONPATH");
     const std::string path = old && *old ? dir + ":" + old : dir;
     setenv("PYTHONPATH", path.c_str(), 1);

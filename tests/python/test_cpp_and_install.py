@@ -50,20 +50,72 @@ def test_cpp_example_bad_level_is_a_clear_error(tmp_path):
     assert p.returncode == 1 and '"level"' in p.stderr and "L7" in p.stderr
 
 
-def test_find_package_from_install_prefix(tmp_path):
+ENGINE_CONSUMER = r"""
+#include <cstdio>
+#include "numprobe/compare.h"
+#include "numprobe/dump_tree.h"
+#include "numprobe/stats.h"
+int main(int argc, char** argv) {
+  size_t entries = 0;
+  for (const numprobe::RankLocation& loc : numprobe::find_rank_dumps(argv[1]))
+    entries += numprobe::load_rank_dump(loc).dump.entries.size();
+  numprobe::CompareReport rep = numprobe::compare_dumps(argv[1], argv[1]);
+  const float x[4] = {1, -2, 3, 0};
+  numprobe::TensorStats s = numprobe::compute_stats(x, 4, numprobe::DType::kF32);
+  std::printf("entries %zu pairs %zu errors %zu max %g zeros %llu\n", entries, rep.pairs.size(),
+              rep.pairs.empty() ? 0 : rep.pairs[0].error, s.max, (unsigned long long)s.zero_count);
+}
+"""
+
+
+def test_find_package_from_install_prefix(tmp_path, fixtures):
+    """A CMake user gets numprobe::numprobe (capture) and numprobe::engine (dumps, compare) from an
+    install prefix, and the installed CLI runs acc-check with the Python package installed beside
+    it, not the source tree it was built from."""
     prefix = tmp_path / "prefix"
     sh("cmake", "--install", BUILD, "--prefix", prefix)
     assert (prefix / "lib" / "cmake" / "numprobe" / "numprobeConfig.cmake").exists()
     sh("cmake", "-S", ROOT / "examples", "-B", tmp_path / "b", "-G", "Ninja",
        f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release")
     sh("cmake", "--build", tmp_path / "b")
-    sh(tmp_path / "b" / "train_mlp", tmp_path / "d", "L1",
-       env={**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(
-           filter(None, [str(prefix / "lib"), os.environ.get("LD_LIBRARY_PATH")]))})
+    lib_env = {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(
+        filter(None, [str(prefix / "lib"), os.environ.get("LD_LIBRARY_PATH")]))}
+    sh(tmp_path / "b" / "train_mlp", tmp_path / "d", "L1", env=lib_env)
     assert len(load(rank_dir(tmp_path / "d" / "step2") / "dump.json")["data"]) > 10
 
+    # numprobe::engine alone: no torch in the consumer's build.
+    src = tmp_path / "engine_consumer"
+    src.mkdir()
+    (src / "main.cc").write_text(ENGINE_CONSUMER)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.22)\nproject(engine_consumer CXX)\n"
+        "find_package(numprobe REQUIRED)\nadd_executable(engine_consumer main.cc)\n"
+        "target_link_libraries(engine_consumer PRIVATE numprobe::engine)\n")
+    sh("cmake", "-S", src, "-B", tmp_path / "e", "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}")
+    sh("cmake", "--build", tmp_path / "e")
+    out = sh(tmp_path / "e" / "engine_consumer", fixtures / "quick_start_resnet50_gpu_mix_statistics",
+             env=lib_env)
+    assert out.split() == ["entries", "1520", "pairs", "2", "errors", "0", "max", "3", "zeros", "1"], out
 
-def test_pip_install_offline_into_venv(tmp_path):
+    # The installed CLI hands acc-check the installed package: a stand-in python shows PYTHONPATH.
+    fake = tmp_path / "fake_python"
+    fake.write_text('#!/bin/sh\necho "PYTHONPATH=$PYTHONPATH"\n')
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMPROBE_PYTHONPATH")}
+    out = sh(prefix / "bin" / "numprobe", "acc-check", "-api_info", "x", "-o", "y",
+             env={**env, "NUMPROBE_PYTHON": str(fake)})
+    assert out.strip() == f"PYTHONPATH={prefix / 'lib' / 'numprobe' / 'python'}", out
+    # ... and really runs there.
+    out = sh(prefix / "bin" / "numprobe", "acc-check", "-api_info",
+             fixtures / "acc_check_input" / "pytorch" / "dump.json", "-o", tmp_path / "acc",
+             cwd=tmp_path, env=env)
+    assert list((tmp_path / "acc").glob("accuracy_checking_result_*.csv")), out
+
+
+def test_pip_install_offline_into_venv(tmp_path, fixtures):
+    """A venv user gets the package with every subpackage and a `numprobe` command (the CMake-built
+    CLI, inside the package), and capture, compare and acc-check all run from there, outside the
+    source tree, with no variable pointing back at it."""
     env_dir = tmp_path / "env"
     sh(sys.executable, "-m", "venv", "--system-site-packages", env_dir)
     py = env_dir / "bin" / "python"
@@ -74,10 +126,23 @@ def test_pip_install_offline_into_venv(tmp_path):
         (site / "lane.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
     sh(py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "-q", ROOT,
        cwd=tmp_path)
-    code = ("import numprobe, torch\n"
+    # Nothing points at the source tree or a build: what runs is what was installed.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "NUMPROBE_PYTHONPATH", "NUMPROBE_PYTHON", "NUMPROBE_CLI")}
+    code = ("import numprobe, numprobe.acc_check, torch\n"
             "assert 'site-packages' in numprobe.__file__, numprobe.__file__\n"
+            "assert 'site-packages' in numprobe.acc_check.__file__\n"
             f"d = numprobe.PrecisionDebugger(dump_path={str(tmp_path / 'dump')!r}, level='L1')\n"
             "d.start(); torch.nn.functional.relu(torch.ones(3)); d.stop(); d.close()\n")
-    sh(py, "-c", code, cwd=tmp_path)
+    sh(py, "-c", code, cwd=tmp_path, env=env)
     data = load(rank_dir(tmp_path / "dump" / "step0") / "dump.json")["data"]
     assert "Functional.relu.0.forward" in data
+
+    numprobe_cmd = env_dir / "bin" / "numprobe"
+    out = sh(numprobe_cmd, "compare", "-t", tmp_path / "dump", "-g", tmp_path / "dump",
+             "-o", tmp_path / "cmp", cwd=tmp_path, env=env)
+    assert "no divergence beyond noise" in out
+    out = sh(numprobe_cmd, "acc-check", "-api_info", fixtures / "acc_check_input" / "pytorch" / "dump.json",
+             "-o", tmp_path / "acc", cwd=tmp_path, env=env)
+    assert "acc-check:" in out and "error" in out  # its summary line ("... 0 error ...")
+    assert list((tmp_path / "acc").glob("accuracy_checking_result_*.csv"))
