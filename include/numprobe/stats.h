@@ -46,6 +46,10 @@ struct StatsOptions {
   // Run the chunks on these persistent workers (plus the caller) instead of starting threads;
   // `threads` is then capped at workers + 1.
   WorkerPool* pool = nullptr;
+  // When set, also the CRC-32 of the data's bytes (numprobe::crc32's value), computed in the same
+  // pass: each thread takes the CRC of a block right after its statistics, while it is in cache,
+  // and the per-thread CRCs are combined. One read of memory instead of two (numprobe stats).
+  uint32_t* crc32 = nullptr;
 };
 
 // data points at count contiguous elements of dtype (native little-endian, any alignment). Throws

@@ -66,8 +66,9 @@ class StatsCommand : public Subcommand {
     TensorFile f = TensorFile::open(path);
     StatsOptions opt;
     opt.threads = static_cast<int>(threads_);
+    uint32_t crc = 0;
+    opt.crc32 = &crc;  // one pass over the file for both
     TensorStats s = compute_stats(f.data(), f.count(), f.dtype(), opt);
-    uint32_t crc = crc32_parallel(f.data(), f.bytes(), static_cast<unsigned>(threads_));
     if (json_) {
       std::string out = "{\"file\": ";
       format::append_py_string(out, path);

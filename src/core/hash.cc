@@ -3,10 +3,6 @@
 #include <xxhash.h>
 #include <zlib.h>
 
-#include <algorithm>
-#include <thread>
-#include <vector>
-
 #ifdef NUMPROBE_HAVE_ISAL
 #include <isa-l/crc.h>
 #endif
@@ -25,28 +21,9 @@ uint32_t crc32(const void* data, size_t size, uint32_t seed) {
 #endif
 }
 
-uint32_t crc32_parallel(const void* data, size_t size, unsigned threads) {
-  constexpr size_t kMinPerThread = size_t{8} << 20;  // below this, starting threads costs more
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const size_t parts = std::min<size_t>(threads, std::max<size_t>(1, size / kMinPerThread));
-  if (parts <= 1) return crc32(data, size);
-  const auto* p = static_cast<const unsigned char*>(data);
-  const size_t per = size / parts;
-  std::vector<uint32_t> crcs(parts);
-  std::vector<std::thread> pool;
-  for (size_t i = 1; i < parts; ++i) {
-    const size_t n = i + 1 == parts ? size - i * per : per;
-    pool.emplace_back([&crcs, p, per, i, n] { crcs[i] = crc32(p + i * per, n); });
-  }
-  crcs[0] = crc32(p, per);
-  for (auto& t : pool) t.join();
-  // CRC(a || b) from CRC(a), CRC(b) and |b|: zlib's combine (a few matrix squarings).
-  uint32_t crc = crcs[0];
-  for (size_t i = 1; i < parts; ++i) {
-    const size_t n = i + 1 == parts ? size - i * per : per;
-    crc = static_cast<uint32_t>(::crc32_combine64(crc, crcs[i], static_cast<z_off64_t>(n)));
-  }
-  return crc;
+uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, size_t size_b) {
+  // zlib's combine: a few GF(2) matrix squarings, independent of the data.
+  return static_cast<uint32_t>(::crc32_combine64(crc_a, crc_b, static_cast<z_off64_t>(size_b)));
 }
 
 const char* crc32_implementation() {

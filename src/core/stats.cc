@@ -1,4 +1,6 @@
 #include "numprobe/stats.h"
+
+#include "numprobe/hash.h"
 #include "numprobe/worker_pool.h"
 
 #include <algorithm>
@@ -134,28 +136,55 @@ TensorStats compute_stats(const void* data, size_t count, DType dtype, const Sta
     throw Error("compute_stats: unsupported dtype " + std::string(dtype_name(dtype)));
   }
   StatsAccum total;
+  if (opt.crc32) *opt.crc32 = 0;
   if (count == 0) return total.finish();
   if (data == nullptr) throw Error("compute_stats: null data for a non-empty tensor");
   const auto* bytes = static_cast<const uint8_t*>(data);
 
   const size_t threads = thread_count(opt, count);
+  // Elements [begin, end) into acc, and with opt.crc32 their bytes' CRC into *crc: block by block
+  // of whole granules, so the sums are those of one stats_range call (same blocks, same order).
+  auto range = [&](size_t begin, size_t end, StatsAccum* acc, uint32_t* crc) {
+    if (!crc) return stats_range(bytes + begin * elem, end - begin, dtype, acc);
+    constexpr size_t kFused = 16 * internal::kStatsGranule;  // ~1 MiB of float32: stays in L2
+    for (size_t b = begin; b < end; b += kFused) {
+      const size_t n = std::min(kFused, end - b);
+      stats_range(bytes + b * elem, n, dtype, acc);
+      *crc = crc32(bytes + b * elem, n * elem, *crc);
+    }
+  };
   if (threads <= 1) {
-    stats_range(bytes, count, dtype, &total);
+    range(0, count, &total, opt.crc32);
     return total.finish();
   }
 
   // Contiguous chunks of whole granules; chunk t covers granules [t*G/T, (t+1)*G/T).
   const size_t granules = (count + internal::kStatsGranule - 1) / internal::kStatsGranule;
   std::vector<StatsAccum> parts(threads);
+  std::vector<uint32_t> crcs(threads, 0);
+  auto bounds = [&](size_t t) {
+    return std::make_pair(std::min(count, granules * t / threads * internal::kStatsGranule),
+                          std::min(count, granules * (t + 1) / threads * internal::kStatsGranule));
+  };
   auto chunk_run = [&](size_t t) {
-    const size_t begin = std::min(count, granules * t / threads * internal::kStatsGranule);
-    const size_t end = std::min(count, granules * (t + 1) / threads * internal::kStatsGranule);
-    stats_range(bytes + begin * elem, end - begin, dtype, &parts[t]);
+    const auto [begin, end] = bounds(t);
+    range(begin, end, &parts[t], opt.crc32 ? &crcs[t] : nullptr);
+  };
+  auto finish = [&] {
+    for (const StatsAccum& part : parts) total.merge(part);
+    if (opt.crc32) {
+      uint32_t crc = crcs[0];
+      for (size_t t = 1; t < threads; ++t) {
+        const auto [begin, end] = bounds(t);
+        crc = crc32_combine(crc, crcs[t], (end - begin) * elem);
+      }
+      *opt.crc32 = crc;
+    }
+    return total.finish();
   };
   if (opt.pool) {
     opt.pool->run(threads, chunk_run);
-    for (const StatsAccum& part : parts) total.merge(part);
-    return total.finish();
+    return finish();
   }
   std::vector<std::thread> pool;
   pool.reserve(threads - 1);
@@ -168,8 +197,7 @@ TensorStats compute_stats(const void* data, size_t count, DType dtype, const Sta
   }
   chunk_run(0);
   for (std::thread& th : pool) th.join();
-  for (const StatsAccum& part : parts) total.merge(part);
-  return total.finish();
+  return finish();
 }
 
 }  // namespace numprobe

@@ -1,5 +1,7 @@
 #include "numprobe/stats.h"
 
+#include "numprobe/hash.h"
+
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
@@ -463,6 +465,46 @@ TEST(Stats, RejectsUnknownDtypeAndNullData) {
   EXPECT_THROW(compute_stats(v, 0, DType::kUnknown), Error);
   EXPECT_THROW(compute_stats(v, 1, static_cast<DType>(99)), Error);
   EXPECT_THROW(compute_stats(nullptr, 1, DType::kF32), Error);
+}
+
+}  // namespace
+}  // namespace numprobe
+
+namespace numprobe {
+namespace {
+
+// StatsOptions::crc32: the statistics are those of the pass without it, bit for bit (the same
+// blocks, summed in the same order), and the CRC is numprobe::crc32 of the bytes, for every dtype,
+// one thread or several, sizes around the fused block (16 granules).
+TEST(Stats, FusedCrcPassChangesNothingAndEqualsCrc32) {
+  Generator gen(7);
+  for (DType t : kAllTypes) {
+    for (size_t n : {size_t{0}, size_t{5}, size_t{262143}, size_t{262145}, size_t{700001}}) {
+      const Sample s = gen.make(t, n, 1, 0.001);
+      const size_t bytes = n * dtype_size(t);
+      for (int threads : {1, 2, 3}) {
+        StatsOptions plain;
+        plain.threads = threads;
+        plain.parallel_threshold = 1000;
+        StatsOptions fused = plain;
+        uint32_t crc = 12345;
+        fused.crc32 = &crc;
+        const TensorStats a = compute_stats(s.data(), s.size(), t, plain);
+        const TensorStats b = compute_stats(s.data(), s.size(), t, fused);
+        const std::string what = std::string(dtype_name(t)) + " n=" + std::to_string(n) +
+                                 " threads=" + std::to_string(threads);
+        EXPECT_EQ(crc, crc32(s.data(), bytes)) << what;
+        EXPECT_EQ(a.count, b.count) << what;
+        EXPECT_EQ(a.nan_count + a.pos_inf_count + a.neg_inf_count + a.zero_count,
+                  b.nan_count + b.pos_inf_count + b.neg_inf_count + b.zero_count)
+            << what;
+        expect_same_double(a.min, b.min, what);
+        expect_same_double(a.max, b.max, what);
+        expect_same_double(a.sum, b.sum, what);
+        expect_same_double(a.sumsq, b.sumsq, what);
+      }
+    }
+  }
 }
 
 }  // namespace
