@@ -255,6 +255,11 @@ def test_api_info_takes_a_directory_like_compare_and_info(cli, fixtures, tmp_pat
     assert p.returncode == 1
     assert "rank dumps" in p.stderr and "acc-check checks one" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # An output directory that cannot be made: one line too.
+    p = acc(cli, "-api_info", fixtures / "acc_check_input" / "pytorch", "-o", "/proc/no/such/dir",
+            check=False)
+    assert p.returncode == 1 and "cannot create the output directory" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
     # A directory without any dump.json.
     (tmp_path / "empty").mkdir()
     p = acc(cli, "-api_info", tmp_path / "empty", "-o", tmp_path / "none", check=False)

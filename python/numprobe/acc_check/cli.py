@@ -156,7 +156,12 @@ def main(argv=None):
         return 1
     opts = _options(a, task)
     mindspore = _mindspore(cases)
-    os.makedirs(a.out, exist_ok=True)
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        print(f"numprobe {cmd}: error: {a.out}: cannot create the output directory: "
+              f"{e.strerror or e}", file=sys.stderr)
+        return 1
 
     if a.repro:
         case = next((c for c in cases if c.name == a.repro), None)
