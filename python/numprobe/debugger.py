@@ -155,7 +155,7 @@ class PrecisionDebugger:
         self._api_table = build_api_table()
         _C.set_api_names(self._api_table)
         _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
-        _C.set_internal_callers(_hook_machinery_codes())
+        _C.set_internal_callers(_hook_machinery_codes(), ["Tensor.view_as"])
         atexit.register(self._at_exit)
 
     # ---- msprobe API ---------------------------------------------------------------------------

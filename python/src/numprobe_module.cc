@@ -31,6 +31,9 @@ namespace {
 // One API type ("Functional.gelu") and its per-step call counter in the current session.
 struct ApiInfo {
   std::string type;
+  // Whether calls of this API may come from torch's hook machinery (set_internal_callers), decided
+  // once: -1 not yet, 0 no, 1 yes (its callers are checked).
+  int8_t from_machinery = -1;
   uint64_t session = 0;  // CaptureSession::id() the slot belongs to
   numprobe::capture::CaptureSession::CounterSlot slot = nullptr;
 
@@ -47,21 +50,38 @@ struct ApiInfo {
 // func object -> its API. Keys hold a reference (see set_api_names).
 std::unordered_map<PyObject*, ApiInfo> g_api_names;
 
-// Code objects of torch's own machinery whose calls are not the model's (set_internal_callers):
-// torch 2.x's module backward hooks (BackwardHook._apply_on_tensors) apply an autograd Function
-// whose outputs autograd makes views of its inputs, one Tensor.view_as each, seen by the mode as if
-// called from that frame. They serve the module hooks numprobe itself registers (mix, L0), change
-// nothing in the computation, and msprobe records none of them. Each holds a reference.
+// Code objects of torch's own machinery whose calls are not the model's, and the APIs it calls
+// (set_internal_callers): torch 2.x's module backward hooks (BackwardHook._apply_on_tensors) apply
+// an autograd Function whose outputs autograd makes views of its inputs, one Tensor.view_as each,
+// seen by the mode from that frame (torch 2.14) or from Function.apply one frame below it (torch
+// 2.11). They serve the module hooks numprobe itself registers (mix, L0), change nothing in the
+// computation, and msprobe records none of them. Code objects hold a reference.
 std::vector<PyObject*> g_internal_callers;
+std::vector<std::string> g_internal_apis;
 
+bool machinery_api(ApiInfo& api) {
+  if (api.from_machinery < 0)
+    api.from_machinery = std::find(g_internal_apis.begin(), g_internal_apis.end(), api.type) !=
+                         g_internal_apis.end();
+  return api.from_machinery > 0;
+}
+
+// Whether one of the innermost kDepth Python frames runs a registered code object.
 bool called_from_internal_machinery() {
-  if (g_internal_callers.empty()) return false;
+  constexpr int kDepth = 3;
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed: the Python frame that made the call
-  if (!frame) return false;
-  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-  bool hit = std::find(g_internal_callers.begin(), g_internal_callers.end(),
-                       reinterpret_cast<PyObject*>(code)) != g_internal_callers.end();
-  Py_DECREF(code);
+  Py_XINCREF(frame);
+  bool hit = false;
+  for (int depth = 0; frame && depth < kDepth && !hit; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    hit = std::find(g_internal_callers.begin(), g_internal_callers.end(),
+                    reinterpret_cast<PyObject*>(code)) != g_internal_callers.end();
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or null
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
   return hit;
 }
 
@@ -188,7 +208,7 @@ PyObject* torch_function(PyObject*, PyObject* const* a, Py_ssize_t n) {
   PyObject* kwargs = n > 3 && a[3] != Py_None && PyDict_GET_SIZE(a[3]) > 0 ? a[3] : nullptr;
   if (!TorchCapture::active()) return call_through(func, args, kwargs);
   auto it = g_api_names.find(func);
-  if (it == g_api_names.end() || called_from_internal_machinery())
+  if (it == g_api_names.end() || (machinery_api(it->second) && called_from_internal_machinery()))
     return call_through(func, args, kwargs);
   return record_call(it->second, func, args, kwargs);
 }
@@ -519,17 +539,20 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_own_package_dir", &numprobe::python::set_own_package_dir);
   m.def(
       "set_internal_callers",
-      [](py::list codes) {
-        for (PyObject* c : g_internal_callers) Py_DECREF(c);
-        g_internal_callers.clear();
+      [](py::list codes, std::vector<std::string> apis) {
         for (py::handle c : codes) {
           if (!PyCode_Check(c.ptr()))
             throw py::type_error("set_internal_callers takes code objects");
-          g_internal_callers.push_back(c.inc_ref().ptr());
         }
+        for (PyObject* c : g_internal_callers) Py_DECREF(c);
+        g_internal_callers.clear();
+        for (py::handle c : codes) g_internal_callers.push_back(c.inc_ref().ptr());
+        g_internal_apis = codes.empty() ? std::vector<std::string>() : std::move(apis);
+        for (auto& entry : g_api_names) entry.second.from_machinery = -1;
       },
-      "Code objects of torch's machinery: API calls made directly from their frames are not "
-      "recorded (torch 2.x's module backward hooks).");
+      "Code objects of torch's machinery and the APIs it calls: calls of those APIs made from "
+      "those frames (or up to two frames below them) are not recorded (torch 2.x's module "
+      "backward hooks).");
   m.attr("torch_function") =
       py::reinterpret_steal<py::object>(PyCFunction_NewEx(&g_torch_function_def, nullptr, nullptr));
   m.attr("torch_function_method") = py::reinterpret_steal<py::object>(

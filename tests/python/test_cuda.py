@@ -82,7 +82,7 @@ def test_md5_and_stats_of_cuda_tensors_of_each_dtype(tmp_path, dtype):
         torch.nn.functional.relu(t)
         dbg.stop()
         dbg.close()
-        e = load(tmp_path / rank_dir(where / "step0"))["data"]["Functional.relu.0.forward"]
+        e = load(rank_dir(tmp_path / where / "step0"))["data"]["Functional.relu.0.forward"]
         leaves[where] = e["input_args"][0], e["output"][0]
     for dev, cpu in zip(leaves["cuda"], leaves["cpu"]):
         assert_same_statistics(dev, cpu)
