@@ -34,6 +34,9 @@ struct RowResult {
   std::string_view reason;  // machine-readable code (static storage), "" when pass
   TensorMetrics tensor;
   std::string message;  // msprobe-style Err_message
+  // A known difference in how the two tools record this row (compare_inplace.h), not in the
+  // computation: never evidence of a divergence.
+  bool excused = false;
 };
 
 struct FirstDivergence {

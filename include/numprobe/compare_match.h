@@ -13,7 +13,7 @@
 namespace numprobe {
 
 // kMapped: paired by a user mapping (-dm/-cm/-am/-lm, compare_mapping.h).
-enum class MatchKind : uint8_t { kExact, kRenumbered, kFuzzy, kMapped, kUnmatched };
+enum class MatchKind : uint8_t { kExact, kRenumbered, kAlias, kFuzzy, kMapped, kUnmatched };
 const char* match_kind_name(MatchKind k);
 
 struct EntryPairing {

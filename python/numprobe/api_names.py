@@ -1,14 +1,22 @@
 """Which torch callables are "APIs" (msprobe's L1 level) and what msprobe calls them.
 
-Identity, not attribute names: the table maps function objects, so an API imported by value
-(``from torch import relu``) is still recognised, and nothing in torch is replaced.
+The set is msprobe's (msprobe_apis.py), so both tools record the same calls. Identity, not
+attribute names, decides: the table maps function objects, so an API imported by value
+(``from torch import relu``) is still recognised; a callable the table does not know is looked up
+once by the name it calls itself (``resolve_api``), so an API a library rebound before capture
+started (``F.gelu = wrapper``) is still recorded.
 """
+import inspect
+import os
 import types
 
 import torch
 import torch.nn.functional as F
 
-# Callables that describe tensors rather than compute on them; msprobe does not dump them either.
+from . import msprobe_apis
+
+# numprobe's former, wider set (NUMPROBE_API_SET=all): every public callable of the three
+# namespaces but these, which describe tensors rather than compute on them.
 _TENSOR_SKIP = {
     "size", "dim", "ndimension", "numel", "nelement", "stride", "storage", "storage_offset",
     "data_ptr", "element_size", "is_contiguous", "is_floating_point", "is_complex", "is_signed",
@@ -16,17 +24,6 @@ _TENSOR_SKIP = {
     "type", "has_names", "is_nonzero", "is_same_size", "is_inference", "is_coalesced",
     "requires_grad_", "retain_grad", "register_hook", "backward", "detach_", "share_memory_",
     "record_stream", "dim_order", "nbytes", "itemsize", "storage_type", "is_conj", "is_neg",
-    "__len__", "__repr__", "__format__", "__hash__", "__bool__", "__iter__", "__reversed__",
-    "__reduce_ex__", "__setstate__", "__deepcopy__", "__dir__", "__array__", "__array_wrap__",
-    "__contains__", "__index__", "__int__", "__float__", "__complex__", "__long__", "__nonzero__",
-    "__torch_function__", "__torch_dispatch__", "__get__", "__sizeof__", "__init__", "__new__",
-    "__init_subclass__", "__class__", "__getattribute__", "__setattr__", "__delattr__",
-    "__reduce__", "__subclasshook__", "__str__", "__eq__ids", "__dlpack__", "__dlpack_device__",
-    "_make_subclass", "__array_priority__", "__cuda_array_interface__",
-}
-_FUNCTIONAL_SKIP = {
-    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
-    "handle_torch_function", "boolean_dispatch", "assert_int_or_pair",
 }
 _TORCH_SKIP = {
     "is_tensor", "is_storage", "is_grad_enabled", "is_inference_mode_enabled", "set_grad_enabled",
@@ -40,40 +37,119 @@ _TORCH_SKIP = {
 
 
 def _is_api(obj):
-    return isinstance(obj, (types.FunctionType, types.BuiltinFunctionType,
-                            types.MethodDescriptorType, types.WrapperDescriptorType,
-                            types.BuiltinMethodType)) or type(obj).__name__ in (
-                                "method_descriptor", "builtin_function_or_method",
-                                "wrapper_descriptor")
+    return callable(obj) and not isinstance(obj, type) and isinstance(
+        obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+              types.WrapperDescriptorType, types.BuiltinMethodType))
+
+
+def _lookup(ns, dotted):
+    obj = ns
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _namespaces():
+    """(prefix, namespace objects, listed names) in precedence order: an object two namespaces
+    share is named after the first (F.conv2d is torch.conv2d: msprobe names the call after the
+    namespace models use; nn.LSTM calls torch._VF.lstm, which is torch.lstm). F's builtins live in
+    torch._C._nn too, where a rebinding of F's attribute cannot hide them."""
+    return (("Functional", (F, torch._C._nn), msprobe_apis.FUNCTIONAL),
+            ("VF", (torch._VF,), msprobe_apis.VF),
+            ("Tensor", (torch.Tensor,), msprobe_apis.TENSOR),
+            ("Torch", (torch,), msprobe_apis.TORCH))
 
 
 def build_api_table():
-    """{callable: "Functional.gelu" | "Torch.matmul" | "Tensor.add_" | ...}.
-
-    Functional wins over Torch for an object both expose (F.conv2d is torch.conv2d): msprobe names
-    the call after the namespace users write in models.
-    """
+    """{callable: "Functional.gelu" | "Torch.matmul" | "Tensor.__add__" | ...}."""
     table = {}
 
     def add(obj, name):
         try:
-            if obj not in table:
+            if obj is not None and _is_api(obj) and obj not in table:
                 table[obj] = name
         except TypeError:  # unhashable
             pass
 
-    # (namespace, prefix, names to skip, whether dunders count: Tensor's operators do)
-    namespaces = ((F, "Functional", _FUNCTIONAL_SKIP, False), (torch.Tensor, "Tensor", _TENSOR_SKIP, True),
-                  (torch, "Torch", _TORCH_SKIP, False))
-    for ns, prefix, skip, dunders in namespaces:
-        for name in dir(ns):
-            private = name.startswith("_") and not (dunders and name.startswith("__"))
-            if private or name in skip:
-                continue
-            try:
-                obj = getattr(ns, name)
-            except Exception:
-                continue
-            if _is_api(obj) and not isinstance(obj, type):
+    for prefix, spaces, names in _namespaces():
+        for name in sorted(names):
+            for ns in spaces:
+                add(_lookup(ns, name), f"{prefix}.{name}")
+    if os.environ.get("NUMPROBE_API_SET") == "all":
+        for ns, prefix, skip in ((F, "Functional", set()), (torch.Tensor, "Tensor", _TENSOR_SKIP),
+                                 (torch, "Torch", _TORCH_SKIP)):
+            for name in dir(ns):
+                if name.startswith("_") or name in skip:
+                    continue
+                obj = getattr(ns, name, None)
+                # The name the function calls itself where the namespace has it too: torch 1.13
+                # leaks a loop variable torch.obj that is torch.zeros_like.
+                own = getattr(obj, "__name__", None)
+                if isinstance(own, str) and own != name and getattr(ns, own, None) is obj:
+                    name = own
                 add(obj, f"{prefix}.{name}")
     return table
+
+
+_MODULE_PREFIX = {"torch.nn.functional": "Functional", "torch._C._nn": "Functional",
+                  "torch.functional": "Torch", "torch": "Torch",
+                  "torch._C._VariableFunctions": "Torch"}
+
+
+def resolve_api(func):
+    """The API name of a callable the table does not know, from the name it calls itself, or None:
+    torch's own function under a rebound attribute, a Tensor method reached through a subclass."""
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    owner = getattr(func, "__objclass__", None)
+    qualname = getattr(func, "__qualname__", "") or ""
+    if owner is torch._C._TensorBase or qualname == f"Tensor.{name}":
+        return f"Tensor.{name}" if name in msprobe_apis.TENSOR else None
+    prefix = _MODULE_PREFIX.get(getattr(func, "__module__", None) or "")
+    listed = {"Functional": msprobe_apis.FUNCTIONAL, "Torch": msprobe_apis.TORCH}
+    if prefix and name in listed[prefix]:
+        return f"{prefix}.{name}"
+    return None
+
+
+def keyword_defaults(table):
+    """{Python function in the table: {keyword: default}} for its simple defaults (None, bool, int,
+    float, str): torch's Python functions pass these to the dispatch although the caller did not."""
+    out = {}
+    for func in table:
+        if not isinstance(func, types.FunctionType):
+            continue
+        try:
+            params = inspect.signature(func).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        d = {p.name: p.default for p in params
+             if p.default is not inspect.Parameter.empty
+             and (p.default is None or type(p.default) in (bool, int, float, str))}
+        if d:
+            out[func] = d
+    return out
+
+
+def site_targets():
+    """(owner, attribute, API name) for each API site capture installs (api_site.cc): the operators
+    msprobe lists on torch.Tensor (the mode cannot tell ``a + b`` from ``a.add(b)``), and the Python
+    functions of torch.nn.functional, torch and torch.Tensor, which re-spell their arguments before
+    torch dispatches them."""
+    out = []
+    for prefix, owner in (("Functional", F), ("Tensor", torch.Tensor), ("Torch", torch)):
+        names = {"Functional": msprobe_apis.FUNCTIONAL, "Tensor": msprobe_apis.TENSOR,
+                 "Torch": msprobe_apis.TORCH}[prefix]
+        for name in sorted(names):
+            if "." in name:
+                continue
+            obj = getattr(owner, name, None)
+            if obj is None:
+                continue
+            dunder = name.startswith("__")
+            if dunder or isinstance(obj, types.FunctionType):
+                out.append((owner, name, f"{prefix}.{name}"))
+    return out

@@ -15,7 +15,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _C
-from .api_names import build_api_table
+from .api_names import build_api_table, keyword_defaults, resolve_api, site_targets
 
 NumprobeError = _C.NumprobeError
 
@@ -104,6 +104,42 @@ def _remove_property_shortcuts():
             delattr(torch.Tensor, name)
 
 
+_MISSING = object()
+
+
+def _install_api_sites():
+    """API sites (python/src/api_site.cc) over msprobe-listed attributes while capture runs, so
+    that calls are recorded under the names and with the arguments the user wrote: `a += b` is
+    Tensor.__iadd__, F.layer_norm(x, s, w, b, eps) keeps its five positional arguments. Returns what
+    to restore. NUMPROBE_API_SITES=0 turns them off (the mode alone then records the calls, as
+    torch dispatches them)."""
+    if os.environ.get("NUMPROBE_API_SITES", "1") == "0":
+        return []
+    installed = []
+    for owner, name, api in site_targets():
+        current = getattr(owner, name)
+        if type(current) is _C.ApiSiteType:
+            continue  # already a site (another debugger's, not yet removed)
+        saved = vars(owner).get(name, _MISSING)
+        try:
+            setattr(owner, name, _C.api_site(api, current))
+        except (TypeError, AttributeError):
+            continue
+        installed.append((owner, name, saved))
+    return installed
+
+
+def _remove_api_sites(installed):
+    for owner, name, saved in reversed(installed):
+        if saved is _MISSING:
+            try:
+                delattr(owner, name)
+            except AttributeError:
+                pass
+        else:
+            setattr(owner, name, saved)
+
+
 def _load_config(config_path):
     if config_path is None:
         return {}, "<arguments>"
@@ -153,7 +189,10 @@ class PrecisionDebugger:
         self._custom = []
         self._dist_wrapped = False
         self._api_table = build_api_table()
-        _C.set_api_names(self._api_table)
+        self._publish_api_table()
+        _C.set_api_resolver(resolve_api)
+        _C.set_transparent({torch.Tensor.backward: self._backward_in_mode})
+        self._sites = []
         _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
         _C.set_internal_callers(_hook_machinery_codes(), ["Tensor.view_as"])
         atexit.register(self._at_exit)
@@ -213,7 +252,7 @@ class PrecisionDebugger:
         name = f"{api_prefix}.{api}"
         try:
             self._api_table[orig] = name
-            _C.set_api_names(self._api_table)
+            self._publish_api_table()
         except TypeError:
             pass
         if not isinstance(orig, types.FunctionType):
@@ -232,7 +271,7 @@ class PrecisionDebugger:
         orig = getattr(current, "_numprobe_original", current)
         setattr(module, api, orig)
         self._api_table.pop(orig, None)
-        _C.set_api_names(self._api_table)
+        self._publish_api_table()
 
     def _wrap_distributed(self):
         """torch.distributed functions are plain Python: torch never dispatches them to a mode, so
@@ -289,6 +328,33 @@ class PrecisionDebugger:
             PrecisionDebugger._instance = None
 
     # ---- internals -----------------------------------------------------------------------------
+    def _publish_api_table(self):
+        _C.set_api_names(self._api_table)
+        _C.set_api_defaults(keyword_defaults(self._api_table))
+
+    def _backward_in_mode(self, tensor, gradient=None, retain_graph=None, create_graph=False,
+                          inputs=None):
+        """Tensor.backward's body, run with numprobe's mode active again: torch pops the mode while
+        a function it dispatched runs, which would hide the APIs inside (the seed gradient
+        Torch.ones_like of loss.backward(), recorded by msprobe too)."""
+        c = torch._C
+        if self._mode == "direct":
+            # torch 1.13 stashes the C++-level mode while a dispatched function runs and restores
+            # it afterwards: set it for the body, clear it again before torch restores it.
+            c._set_torch_function_mode(self._direct_mode_obj)
+            try:
+                torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
+            finally:
+                c._set_torch_function_mode(None)
+        elif self._mode is not None:
+            torch.overrides._push_mode(self._mode)
+            try:
+                torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
+            finally:
+                torch.overrides._pop_mode()
+        else:
+            torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
+
     def _at_exit(self):
         if self._engine is not None:
             self.close()
@@ -309,17 +375,22 @@ class PrecisionDebugger:
             self._mode = "direct"  # first: _pop_mode undoes whatever of the below got done
             self._saved_stack_mode = torch.overrides._TorchFunctionStackMode
             direct, self._direct_entry = _DirectMode(), _DirectMode()
+            self._direct_mode_obj = direct
             _C.set_direct_mode(self._direct_entry,
                                types.MethodType(self._saved_stack_mode.__torch_function__, direct))
             torch.overrides._TorchFunctionStackMode = _DirectMode
             torch._C._push_on_torch_function_stack(self._direct_entry)
             torch._C._set_torch_function_mode(direct)
             _install_property_shortcuts()
+            self._sites = _install_api_sites()
             return
         self._mode = _ApiMode()
         self._mode.__enter__()
+        self._sites = _install_api_sites()
 
     def _pop_mode(self):
+        _remove_api_sites(self._sites)
+        self._sites = []
         if self._mode == "direct":
             _remove_property_shortcuts()
             above = _take_off_mode_stack(self._direct_entry)
@@ -380,9 +451,32 @@ def _patch_backward_hook():
         return
 
     def apply_on_tensors(self, fn, args):
-        res = orig(self, fn, args)
+        # One tensor passed several times (self_attn(x, x, x)) must stay one tensor: torch's own
+        # version gives each occurrence a view of its own, so `query is key` turns false and
+        # nn.MultiheadAttention takes another branch than it would without the hooks. The
+        # occurrences after the first get the first one's view; the hook reports the tensor's
+        # whole gradient at its first position.
+        first = {}
+        unique, where = [], []
+        for a in args:
+            if isinstance(a, torch.Tensor) and id(a) in first:
+                where.append(first[id(a)])
+                continue
+            if isinstance(a, torch.Tensor):
+                first[id(a)] = len(unique)
+            where.append(len(unique))
+            unique.append(a)
+        if len(unique) == len(args) or type(args) is not tuple:
+            res = orig(self, fn, args)
+            _C.allow_inplace_on_views(res)
+            return res
+        res, idx = orig(self, fn, tuple(unique))
         _C.allow_inplace_on_views(res)
-        return res
+        position = {}  # index in unique -> first position in args
+        for i, u in enumerate(where):
+            position.setdefault(u, i)
+        full = tuple(res[u] for u in where)
+        return full, (None if idx is None else [position[i] for i in idx])
 
     apply_on_tensors._numprobe = True
     apply_on_tensors._numprobe_original = orig

@@ -110,6 +110,30 @@ void add_pyitems(TorchCapture& cap, EntryRecord& rec, PyObject* seq, const std::
   rec.end();
 }
 
+namespace {
+// {"type": "torch.memory_format", "format": "preserve_format"}, as msprobe writes it; null when the
+// object cannot say its name.
+void add_memory_format(EntryRecord& rec, PyObject* obj) {
+  PyObject* text = PyObject_Str(obj);  // "torch.preserve_format"
+  const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
+  if (!s) {
+    PyErr_Clear();
+    Py_XDECREF(text);
+    rec.null();
+    return;
+  }
+  std::string_view name(s);
+  if (name.rfind("torch.", 0) == 0) name.remove_prefix(6);
+  rec.begin_dict();
+  rec.key("type");
+  rec.string("torch.memory_format");
+  rec.key("format");
+  rec.string(name);
+  rec.end();
+  Py_DECREF(text);
+}
+}  // namespace
+
 void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std::string& stem,
                   bool is_output, int depth) {
   if (depth > kMaxDepth) {
@@ -189,6 +213,8 @@ void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std:
   } else if (THPDevice_Check(obj)) {
     rec.typed("torch.device");
     rec.string(reinterpret_cast<THPDevice*>(obj)->device.str());
+  } else if (std::string_view(Py_TYPE(obj)->tp_name) == "torch.memory_format") {
+    add_memory_format(rec, obj);
   } else {
     rec.null();
   }
@@ -219,23 +245,16 @@ const at::Tensor* first_grad_tensor(PyObject* obj, int depth) {
   return nullptr;
 }
 
-// Stacks are cached under the (code object, instruction) of their innermost kKeyFrames frames:
-// walking further and resolving line numbers happens once per call site. Two stacks that agree
-// on those frames but differ deeper share the first one's record (documented in docs/capture.md).
-constexpr int kKeyFrames = 8;
-
+// Stacks are cached under the (code object, instruction) of every frame: walking the frames is
+// cheap, resolving file names and line numbers happens once per distinct stack. Keying on fewer
+// frames would give two calls that differ only in outer frames (the same layer reached from
+// layer2 and from layer3) one record, with the wrong outer frames for the second.
 namespace {
-// (code object, instruction) of up to kKeyFrames frames; a fixed-size key (no allocation).
-struct StackKey {
-  std::array<uintptr_t, 2 * kKeyFrames> v{};
-  int n = 0;
-  bool operator==(const StackKey& o) const { return n == o.n && v == o.v; }
-};
 struct StackKeyHash {
-  size_t operator()(const StackKey& k) const {
-    uint64_t h = static_cast<uint64_t>(k.n) * 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < 2 * k.n; ++i) {
-      h ^= static_cast<uint64_t>(k.v[static_cast<size_t>(i)]);
+  size_t operator()(const std::vector<uintptr_t>& k) const {
+    uint64_t h = static_cast<uint64_t>(k.size()) * 0x9E3779B97F4A7C15ull;
+    for (uintptr_t v : k) {
+      h ^= static_cast<uint64_t>(v);
       h *= 0xFF51AFD7ED558CCDull;
       h ^= h >> 32;
     }
@@ -246,32 +265,31 @@ struct StackKeyHash {
 
 capture::CaptureSession::Frames current_python_stack() {
   if (!PyGILState_Check()) return nullptr;
-  static std::unordered_map<StackKey, capture::CaptureSession::Frames, StackKeyHash> cache;
-  StackKey key;
-  PyCodeObject* codes[kKeyFrames];
-  int n_codes = 0;
+  static std::unordered_map<std::vector<uintptr_t>, capture::CaptureSession::Frames, StackKeyHash>
+      cache;
+  thread_local std::vector<uintptr_t> key;
+  thread_local std::vector<PyCodeObject*> codes;
+  key.clear();
+  codes.clear();
   PyFrameObject* f = PyEval_GetFrame();
   Py_XINCREF(f);
-  for (int depth = 0; f && depth < kKeyFrames; ++depth) {
+  while (f) {
     PyCodeObject* code = PyFrame_GetCode(f);
 #if PY_VERSION_HEX >= 0x030B0000
     int where = PyFrame_GetLasti(f);
 #else
     int where = PyFrame_GetLineNumber(f);
 #endif
-    key.v[static_cast<size_t>(2 * n_codes)] = reinterpret_cast<uintptr_t>(code);
-    key.v[static_cast<size_t>(2 * n_codes + 1)] =
-        static_cast<uintptr_t>(static_cast<unsigned>(where));
-    codes[n_codes++] = code;
-    key.n = n_codes;
+    key.push_back(reinterpret_cast<uintptr_t>(code));
+    key.push_back(static_cast<uintptr_t>(static_cast<unsigned>(where)));
+    codes.push_back(code);
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
     f = back;
   }
-  Py_XDECREF(f);
   auto it = cache.find(key);
   if (it != cache.end()) {
-    for (int i = 0; i < n_codes; ++i) Py_DECREF(codes[i]);
+    for (PyCodeObject* c : codes) Py_DECREF(c);
     return it->second;
   }
   // A cached key keeps its code objects (references from the walk above): their addresses cannot

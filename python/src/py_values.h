@@ -29,4 +29,21 @@ void set_group_ranks_fn(PyObject* fn);
 bool add_distributed_object(capture::EntryRecord& rec, PyObject* obj);
 void set_own_package_dir(std::string dir);
 
+// Calls fn(key, value) for each str-keyed item of a dict (kwargs, a module's _parameters); other
+// keys are skipped. A null dict has no items.
+template <typename Fn>
+void for_each_str_item(PyObject* dict, Fn&& fn) {
+  if (!dict) return;
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(dict, &pos, &k, &v)) {
+    const char* ks = PyUnicode_AsUTF8(k);
+    if (!ks) {
+      PyErr_Clear();
+      continue;
+    }
+    fn(ks, v);
+  }
+}
+
 }  // namespace numprobe::python

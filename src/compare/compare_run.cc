@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "numprobe/compare.h"
+#include "numprobe/compare_inplace.h"
 #include "numprobe/compare_mapping.h"
 #include "numprobe/compare_noise.h"
 #include "numprobe/entry_name.h"
@@ -210,7 +211,7 @@ void find_first_divergence(PairResult& p) {
     while (end < p.rows.size() && p.rows[end].pair.target >= 0 &&
            p.target_rows[p.rows[end].pair.target].entry == e) {
       const RowResult& r = p.rows[end++];
-      if (r.pair.golden < 0) continue;
+      if (r.pair.golden < 0 || r.excused) continue;
       const CompareRow& t = p.target_rows[r.pair.target];
       const CompareRow& g = p.golden_rows[r.pair.golden];
       const bool input = t.state == RowState::kInput || t.state == RowState::kParameters;
@@ -320,6 +321,7 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
       if (!r.message.empty()) r.message.pop_back();
     }
   });
+  excuse_inplace_module_inputs(p);
   for (const RowResult& r : p.rows) {
     const RowPair& rp = r.pair;
     switch (r.status) {

@@ -2,6 +2,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "api_signature.h"
 #include "numprobe/compare_match.h"
 #include "numprobe/entry_name.h"
 
@@ -16,6 +17,22 @@ std::string op_key(std::string_view name) {
   std::string k(e.prefix);
   k += '.';
   k += e.op;
+  k += '.';
+  k += direction_name(e.direction);
+  return k;
+}
+
+// The op under any of the namespaces one torch function is reachable from: nn.LSTM calls
+// torch._VF.lstm, which is torch.lstm (msprobe names it VF.lstm); an F.relu stored before msprobe
+// started calls torch.relu (Torch.relu), seen by numprobe as Functional.relu. "" for entries of
+// other kinds (modules, collectives, aten ops).
+std::string alias_key(std::string_view name) {
+  EntryName e = parse_entry_name(name);
+  if (e.index < 0 || e.is_module) return {};
+  static constexpr std::string_view kAliased[] = {"Functional", "Torch", "Tensor", "VF"};
+  if (std::find(std::begin(kAliased), std::end(kAliased), e.prefix) == std::end(kAliased))
+    return {};
+  std::string k(e.op);
   k += '.';
   k += direction_name(e.direction);
   return k;
@@ -36,6 +53,8 @@ const char* match_kind_name(MatchKind k) {
       return "exact";
     case MatchKind::kRenumbered:
       return "renumbered";
+    case MatchKind::kAlias:
+      return "alias";
     case MatchKind::kFuzzy:
       return "fuzzy";
     case MatchKind::kMapped:
@@ -106,6 +125,30 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
       p.golden_of[i] = g;
       p.how[i] = MatchKind::kRenumbered;
       used[g] = true;
+    }
+  }
+  // Aliases: the n-th leftover call of an op pairs with the n-th leftover call of the same op
+  // under another namespace (alias_key).
+  if (leftovers) {
+    std::unordered_map<std::string, std::vector<uint32_t>> alias_calls;
+    for (uint32_t i = 0; i < golden.entries.size(); ++i) {
+      if (used[i]) continue;
+      std::string k = alias_key(golden.entry_name(i));
+      if (!k.empty()) alias_calls[std::move(k)].push_back(i);
+    }
+    std::unordered_map<std::string, size_t> alias_next;
+    for (size_t i = 0; !alias_calls.empty() && i < target.entries.size(); ++i) {
+      if (p.golden_of[i] >= 0 || closed[i]) continue;
+      std::string k = alias_key(target.entry_name(i));
+      auto it = k.empty() ? alias_calls.end() : alias_calls.find(k);
+      if (it == alias_calls.end()) continue;
+      size_t& n = alias_next[k];
+      if (n < it->second.size()) {
+        const uint32_t g = it->second[n++];
+        p.golden_of[i] = g;
+        p.how[i] = MatchKind::kAlias;
+        used[g] = true;
+      }
     }
   }
   for (uint32_t i = 0; i < golden.entries.size(); ++i) {
@@ -211,6 +254,47 @@ void entry_ranges(const std::vector<CompareRow>& rows, size_t entries, std::vect
 
 std::string_view suffix(const CompareRow& r) {
   return std::string_view(r.name).substr(r.suffix_at);
+}
+
+// "Functional.layer_norm" for a row of Functional.layer_norm.0.forward; "" for other entries.
+std::string api_of(const CompareRow& r) {
+  std::string_view entry = std::string_view(r.name).substr(0, r.suffix_at);
+  if (!entry.empty() && entry.back() == '.') entry.remove_suffix(1);
+  EntryName e = parse_entry_name(entry);
+  if (e.direction != Direction::kForward || e.prefix == "Module") return {};
+  std::string api(e.prefix);
+  return api.append(".").append(e.op);
+}
+
+// Pairs the unpaired rows out[first..] of one entry with untaken golden rows in [g0, g1) whose
+// suffix is the other spelling of the same input.
+void pair_by_signature(std::vector<RowPair>& out, size_t first,
+                       const std::vector<CompareRow>& target, const std::vector<CompareRow>& golden,
+                       uint32_t g0, uint32_t g1, std::vector<bool>& taken, MatchKind how) {
+  std::string api;
+  for (size_t j = first; j < out.size(); ++j) {
+    RowPair& rp = out[j];
+    if (rp.golden >= 0 || rp.how == MatchKind::kMapped) continue;
+    const CompareRow& t = target[static_cast<size_t>(rp.target)];
+    if (t.state != RowState::kInput) continue;
+    if (api.empty()) api = api_of(t);
+    if (api.empty()) return;
+    // Suffixes start with the '.' after the entry name.
+    std::string_view own = suffix(t);
+    const bool dotted = !own.empty() && own.front() == '.';
+    if (dotted) own.remove_prefix(1);
+    std::string other = other_input_spelling(api, own);
+    if (other.empty()) continue;
+    if (dotted) other.insert(other.begin(), '.');
+    for (uint32_t k = g0; k < g1; ++k) {
+      if (!taken[k] && suffix(golden[k]) == other) {
+        rp.golden = k;
+        rp.how = how;
+        taken[k] = true;
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -328,6 +412,11 @@ std::vector<RowPair> pair_rows(const EntryPairing& entries, const std::vector<Co
       }
       out.push_back(rp);
     }
+    // Inputs one run passed by position and the other by keyword pair through the API's
+    // signature (api_signature.h).
+    if (g >= 0 && te[e] > tb[e])
+      pair_by_signature(out, out.size() - (te[e] - tb[e]), target, golden, g0, g1, taken,
+                        entries.how[e]);
     for (uint32_t k = g0; k < g1; ++k) {
       if (!taken[k]) {
         taken[k] = true;

@@ -8,8 +8,8 @@ numprobe's dumps. Skipped where msprobe is not installed (Debian's torch 1.13 la
 
 What these tests pin down: both tools flatten a dump into the same rows (names, order) and read the same
 statistics from it, msprobe's own compare and graph build accept numprobe's files, and numprobe's capture
-leaves the computation bitwise unchanged. Pairing an msprobe dump with a numprobe dump row for row is
-issue 16's work: that criterion is here as a strict xfail, so the day it holds the test says so.
+leaves the computation bitwise unchanged, and an msprobe dump and a numprobe dump of one computation pair
+row for row (the same criterion as test_msprobe_interop.py against msprobe v8.3.3's frozen dumps).
 """
 import csv
 import json
@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from conftest import CLI, FIXTURES, PYDIR, live
+from conftest import CLI, FIXTURES, PYDIR, assert_pairs_row_for_row, live, numprobe_compare
 
 msprobe = live("msprobe")
 
@@ -70,16 +70,6 @@ def msprobe_compare(target_rank, golden_rank, out):
         return list(csv.DictReader(f))
 
 
-def numprobe_compare(target_rank, golden_rank, out):
-    p = subprocess.run([str(CLI), "compare", "-t", str(target_rank), "-g", str(golden_rank), "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode in (0, 1), p.stderr
-    (csv_path,) = out.glob("compare_result_*.csv")
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return rows, json.loads((out / "summary.json").read_text())
-
-
 def as_float(text):
     """A statistic cell as a float; other cells (N/A, None, True, a string argument) as they are."""
     try:
@@ -121,12 +111,7 @@ def test_both_tools_flatten_and_read_a_dump_alike(runs, model, level):
 
 
 @pytest.mark.parametrize("model,level", CASES, ids=[f"{m}-{lv}" for m, lv in CASES])
-def test_numprobe_capture_leaves_the_computation_bitwise_unchanged(runs, model, level, request):
-    if (model, level) == ("transformer", "mix"):
-        # Module backward hooks hand self_attn(x, x, x) three distinct tensors, so nn.MultiheadAttention
-        # takes its non-self-attention branch (msprobe's dump shows the same): issue 16.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="issue 16: observer effect of "
-                                              "module backward hooks on nn.MultiheadAttention"))
+def test_numprobe_capture_leaves_the_computation_bitwise_unchanged(runs, model, level):
     _, got = runs
     assert got[(model, level)]["np"][0] == got[(model, level)]["none"][0]
 
@@ -153,14 +138,10 @@ def test_msprobe_graph_build_reads_numprobe_dumps(runs):
     assert forward_apis and forward_apis <= nodes, sorted(forward_apis - nodes)[:5]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16: msprobe and numprobe dumps of one computation do not "
-                                       "yet pair row for row (operator names, arguments, in-place quirks)")
 @pytest.mark.parametrize("model", ["resnet18", "mobilenet", "transformer", "lstm"])
 def test_drop_in_msprobe_and_numprobe_dumps_pair_row_for_row(runs, model):
+    """Issue 16's criterion against the newest msprobe: every msprobe row paired, in both directions,
+    no error, no first divergence; numprobe's extra rows only of the documented kinds."""
     tmp, got = runs
     case = got[(model, "mix")]
-    for target, golden in (("np", "ms"), ("ms", "np")):
-        _, summary = numprobe_compare(case[target][1], case[golden][1], tmp / f"dropin_{model}_{target}")
-        (pair,) = summary["pairs"]
-        assert pair["error"] == 0 and pair["first_divergence"] is None
-        assert pair["unmatched_target"] == 0 and pair["unmatched_golden"] == 0
+    assert_pairs_row_for_row(case["np"][1], case["ms"][1], tmp / f"dropin_{model}")

@@ -401,10 +401,34 @@ void TorchCapture::add_construct(const std::string& name, std::optional<std::str
   session_.add_construct(name, std::move(parent));
 }
 
+namespace {
+
+// The CopySlices node that holds an in-place op applied to the view `out`, when out covers all of
+// its base (same sizes, strides and offset, so the base's gradients are the view's); else null.
+std::shared_ptr<torch::autograd::Node> copy_slices_of(
+    const at::Tensor& out, const std::shared_ptr<torch::autograd::Node>& fn) {
+  if (!out.is_view() || fn->num_inputs() == 0 || fn->next_edges().empty()) return nullptr;
+  const at::TensorBase& base = out._base();
+  const auto& base_fn = base.grad_fn();
+  if (!base_fn) return nullptr;
+  // Node::name() is the demangled C++ type: "torch::autograd::CopySlices".
+  const std::string kind = base_fn->name();
+  if (kind.size() < 10 || kind.compare(kind.size() - 10, 10, "CopySlices") != 0) return nullptr;
+  if (fn->next_edge(0).function != base_fn) return nullptr;
+  if (base.sizes() != out.sizes() || base.strides() != out.strides() ||
+      base.storage_offset() != out.storage_offset())
+    return nullptr;
+  return base_fn;
+}
+
+}  // namespace
+
 void TorchCapture::attach_backward(const at::Tensor& out, std::string backward_name,
-                                   std::optional<std::string> parent) {
-  const auto& fn = out.grad_fn();
+                                   std::optional<std::string> parent, bool in_place) {
+  auto fn = out.grad_fn();
   if (!fn) return;
+  if (in_place)
+    if (auto slices = copy_slices_of(out, fn)) fn = std::move(slices);
   fn->add_post_hook(
       std::make_unique<BackwardEntryHook>(std::move(backward_name), std::move(parent)));
 }

@@ -82,8 +82,12 @@ class TorchCapture {
 
   // Registers a C++ post-hook on out.grad_fn() that dumps "<name>.backward" (inputs: grads of the
   // forward outputs; outputs: grads of the forward inputs). No-op when out has no grad_fn.
+  // `in_place`: the API modified `out` in place. When out is a view (a module backward hook's
+  // input is one), autograd then records the op inside a CopySlices node of the view's base and
+  // gives the view a fresh view node that only passes gradients through; the hook goes on the
+  // CopySlices node where the view covers its whole base, so the entry holds the op's gradients.
   void attach_backward(const at::Tensor& out, std::string backward_name,
-                       std::optional<std::string> parent);
+                       std::optional<std::string> parent, bool in_place = false);
 
   using StackProvider = CaptureSession::Frames (*)();
   static void set_stack_provider(StackProvider p) { stack_provider_ = p; }
