@@ -205,7 +205,7 @@ def main():
         if isinstance(pair, suite.Fault):
             head = f"{pair.name:<20} {pair.kind:<10} {pair.split:<5} "
         else:
-            head = f"{pair.name:<20} {'noise':<10} {'':<5} "
+            head = f"{pair.name:<20} {'noise':<10} {'held' if pair.held_out else '':<5} "
         cells = []
         for m in modes:
             r = results[(pair.name, m)]
@@ -230,8 +230,11 @@ def main():
             line.append(f"{split}: top-1 {t1}/{len(fs)} ({100 * t1 / len(fs):.0f}%) "
                         f"top-3 {t3}/{len(fs)} ({100 * t3 / len(fs):.0f}%)")
         alarms = [n.name for n in noise if results[(n.name, m)]["alarm"]]
+        held = [n for n in noise if n.held_out]
         line.append(f"false alarms {len(alarms)}/{len(noise)}"
-                    + (f" ({', '.join(alarms)})" if alarms else ""))
+                    + (f" ({', '.join(alarms)})" if alarms else "")
+                    + (f", of them held out {sum(n.name in alarms for n in held)}/{len(held)}"
+                       if held else ""))
         print(" | ".join(line))
     if a.json:
         with open(a.json, "w") as f:
