@@ -47,6 +47,7 @@ struct FirstDivergence {
   std::string reason;
   std::string source;    // inputs_already_differ: "data"; parameters_differ: "parameters"
   std::string op_class;  // op_class_name()
+  std::string regime;    // regime_name() when it was judged: what the floor assumed
   size_t row_index = 0;  // into PairResult::rows: the evidence
   // Worst input and output row discrepancy of the entry (relative, compare_noise.h), and the
   // tolerance the output was held against (the floor of its class, dtype and regime).
@@ -63,8 +64,9 @@ struct PairResult {
   size_t matched = 0, pass = 0, warning = 0, error = 0, unmatched_target = 0, unmatched_golden = 0;
   std::optional<FirstDivergence> first_divergence;  // == suspects.front() when there is one
   std::vector<FirstDivergence> suspects;            // up to 5, in execution order
-  std::string regime;                               // regime_name() of the pair
-  bool mapped = false;                              // user mappings paired rows (-dm/-cm/-am/-lm)
+  // regime_name(): at the first divergence, else what the whole pair showed
+  std::string regime;
+  bool mapped = false;                   // user mappings paired rows (-dm/-cm/-am/-lm)
   GeneratedMappings generated_mappings;  // -lm: what the layer mapping decided (written as yaml)
 };
 

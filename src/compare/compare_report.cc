@@ -342,7 +342,7 @@ void write_suspect(format::PyJsonWriter& w, const PairResult& p, const FirstDive
   w.key("op_class");
   w.string_value(f.op_class);
   w.key("regime");
-  w.string_value(p.regime);
+  w.string_value(f.regime);
   number("score", f.score);
   w.key("evidence");
   write_evidence(w, p, p.rows[f.row_index]);

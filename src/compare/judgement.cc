@@ -142,6 +142,7 @@ struct Judge {
         g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
     f.entry = std::string(name);
     f.op_class = op_class_name(op_class(name));
+    f.regime = regime_name(regime);
     const RowResult& r = row ? *row : p.rows[g.begin];
     f.row_index = static_cast<size_t>(&r - p.rows.data());
     f.row = std::string(r.pair.target >= 0 ? p.target_rows[r.pair.target].name
@@ -374,7 +375,7 @@ void judge_divergence(PairResult& p, double carried) {
     if (g.golden_only && paired) continue;  // extra golden rows of a paired entry
     j.entry(g, paired);
   }
-  p.regime = regime_name(j.regime);
+  p.regime = p.suspects.empty() ? regime_name(j.regime) : p.suspects.front().regime;
   if (!p.suspects.empty()) p.first_divergence = p.suspects.front();
 }
 
