@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz check-format format bench install clean
+.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz check-format format bench bench-diagnosis install clean
 
 all: build
 
@@ -97,6 +97,12 @@ bench: build
 	build/bin/bench_compare
 	$(PY) bench/capture_bench.py
 	PYTHONPATH=python $(PY) bench/acc_check_bench.py
+	@$(MAKE) --no-print-directory bench-diagnosis
+
+# Does compare name the op where two training runs part? Faults and noise-only pairs on three real
+# models (bench/diagnosis/README.md); captures are cached in build/bench_diagnosis.
+bench-diagnosis: build
+	PYTHONPATH=python $(PY) bench/diagnosis/bench_diagnosis.py
 
 install: build
 	cmake --install build

@@ -39,16 +39,23 @@ struct RowResult {
   bool excused = false;
 };
 
+// One suspect of a pair (compare_judgement.h); the first one is the pair's first divergence.
 struct FirstDivergence {
-  std::string entry;      // dump.json key
+  std::string entry;      // dump.json key (the golden's for an entry only the golden has)
   std::string row;        // first offending row
   std::string direction;  // forward | backward | parameters_grad
   std::string module;     // enclosing module from construct.json, "" if unknown
-  std::string reason;     // outputs_diverge | inputs_already_differ
-  size_t row_index = 0;   // into PairResult::rows: the evidence
-  // The noise-aware judgement (compare_noise.h): worst input and output row discrepancy of the
-  // entry, and the noise tolerance they were held against.
+  // structure_differs | dtype_differs | args_differ | parameters_differ | inputs_already_differ
+  // | outputs_diverge
+  std::string reason;
+  std::string source;    // inputs_already_differ: "data"; parameters_differ: "parameters"
+  std::string op_class;  // op_class_name()
+  std::string regime;    // regime_name() when it was judged: what the floor assumed
+  size_t row_index = 0;  // into PairResult::rows: the evidence
+  // Worst input and output row discrepancy of the entry (relative, compare_noise.h), and the
+  // tolerance the output was held against (the floor of its class, dtype and regime).
   double input_discrepancy = 0, output_discrepancy = 0, tolerance = 0;
+  double score = 0;  // (0, 1]: how sure; structural findings 1, numeric ones by their margin
 };
 
 struct PairResult {
@@ -58,7 +65,11 @@ struct PairResult {
   RowSet target_rows, golden_rows;  // point into target/golden's string pools
   std::vector<RowResult> rows;
   size_t matched = 0, pass = 0, warning = 0, error = 0, unmatched_target = 0, unmatched_golden = 0;
-  std::optional<FirstDivergence> first_divergence;
+  std::optional<FirstDivergence> first_divergence;  // == suspects.front() when there is one
+  std::vector<FirstDivergence> suspects;            // up to 5, in execution order
+  // regime_name(): at the first divergence, else what the whole pair showed
+  std::string regime;
+  bool mapped = false;                   // user mappings paired rows (-dm/-cm/-am/-lm)
   GeneratedMappings generated_mappings;  // -lm: what the layer mapping decided (written as yaml)
 };
 

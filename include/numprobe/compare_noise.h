@@ -10,7 +10,12 @@ namespace numprobe {
 // |dMax| and |dMin| over the tensor's magnitude, |dMean| over its RMS, |dNorm| over its norm.
 // 0 when identical or for a non-tensor argument against null (not recorded); +inf when the kinds,
 // shapes or non-finite values disagree, or scalars differ.
+// Mean/Norm differences up to kStatisticsPrecision with Max and Min equal count as none: two
+// dumpers summing the same fp32 tensor in fp32 and in float64 differ that much.
 double row_discrepancy(const CompareRow& target, const CompareRow& golden);
+
+// Relative difference of a Mean or Norm that summation precision alone explains: 4 fp32 ulps.
+inline constexpr double kStatisticsPrecision = 4.0 / (1 << 23);
 
 // The relative difference that rounding alone can produce for an op computing in `dtype`: the
 // TF32/fp16 noise floor 2^-10 (fp32 matmuls and convolutions run in TF32/HF32 on current GPUs and

@@ -142,14 +142,21 @@ class CompareCommand : public Subcommand {
                 p.matched, p.unmatched_target + p.unmatched_golden);
             break;
           case Coverage::kCompared:
-            printf("  no divergence beyond noise\n");
+            printf("  no divergence beyond noise (regime: %s)\n", p.regime.c_str());
             break;
         }
         continue;
       }
       const FirstDivergence& f = *p.first_divergence;
-      printf("  first divergence: %s (%s)\n    row %s\n", f.entry.c_str(), f.reason.c_str(),
+      printf("  first divergence: %s (%s%s%s; regime %s)\n    row %s\n", f.entry.c_str(),
+             f.reason.c_str(), f.source.empty() ? "" : ": ", f.source.c_str(), p.regime.c_str(),
              f.row.c_str());
+      if (p.suspects.size() > 1) {
+        printf("    next suspects:");
+        for (size_t i = 1; i < p.suspects.size() && i < 3; ++i)
+          printf(" %s (%s)", p.suspects[i].entry.c_str(), p.suspects[i].reason.c_str());
+        printf("\n");
+      }
       if (!f.module.empty()) printf("    in %s\n", f.module.c_str());
       if (p.target.stack) print_user_frames(*p.target.stack, f.entry);
     }

@@ -299,6 +299,58 @@ void write_compare_csv(const std::string& path, const PairResult& p, bool with_s
   w.commit();
 }
 
+namespace {
+
+// A suspect (the first one is first_divergence): the fields first_divergence always had, then
+// what the judgement adds.
+void write_suspect(format::PyJsonWriter& w, const PairResult& p, const FirstDivergence& f) {
+  w.begin_object();
+  w.key("entry");
+  w.string_value(f.entry);
+  w.key("row");
+  w.string_value(f.row);
+  w.key("direction");
+  w.string_value(f.direction);
+  w.key("module");
+  if (f.module.empty()) {
+    w.null_value();
+  } else {
+    w.string_value(f.module);
+  }
+  w.key("reason");
+  w.string_value(f.reason);
+  auto number = [&](const char* k, double v) {
+    w.key(k);
+    if (std::isfinite(v))
+      w.float_value(v);
+    else
+      w.string_value("inf");
+  };
+  number("input_discrepancy", f.input_discrepancy);
+  number("output_discrepancy", f.output_discrepancy);
+  number("tolerance", f.tolerance);
+  // The same in units of the floor's dtype: fp32 ulps (2^-23) make small numbers readable.
+  constexpr double kUlp = 1.0 / (1 << 23);
+  number("input_discrepancy_ulps", f.input_discrepancy / kUlp);
+  number("output_discrepancy_ulps", f.output_discrepancy / kUlp);
+  w.key("source");
+  if (f.source.empty()) {
+    w.null_value();
+  } else {
+    w.string_value(f.source);
+  }
+  w.key("op_class");
+  w.string_value(f.op_class);
+  w.key("regime");
+  w.string_value(f.regime);
+  number("score", f.score);
+  w.key("evidence");
+  write_evidence(w, p, p.rows[f.row_index]);
+  w.end_object();
+}
+
+}  // namespace
+
 std::string render_summary_json(const CompareReport& rep) {
   std::string out;
   format::PyJsonWriter w(out, 1, 0);
@@ -332,40 +384,18 @@ std::string render_summary_json(const CompareReport& rep) {
     count("unmatched_golden", p.unmatched_golden);
     w.key("coverage");
     w.string_value(coverage_name(pair_coverage(p)));
+    w.key("regime");
+    w.string_value(p.regime);
     w.key("first_divergence");
     if (!p.first_divergence) {
       w.null_value();
     } else {
-      const FirstDivergence& f = *p.first_divergence;
-      w.begin_object();
-      w.key("entry");
-      w.string_value(f.entry);
-      w.key("row");
-      w.string_value(f.row);
-      w.key("direction");
-      w.string_value(f.direction);
-      w.key("module");
-      if (f.module.empty()) {
-        w.null_value();
-      } else {
-        w.string_value(f.module);
-      }
-      w.key("reason");
-      w.string_value(f.reason);
-      auto discrepancy = [&](const char* k, double v) {
-        w.key(k);
-        if (std::isfinite(v))
-          w.float_value(v);
-        else
-          w.string_value("inf");
-      };
-      discrepancy("input_discrepancy", f.input_discrepancy);
-      discrepancy("output_discrepancy", f.output_discrepancy);
-      discrepancy("tolerance", f.tolerance);
-      w.key("evidence");
-      write_evidence(w, p, p.rows[f.row_index]);
-      w.end_object();
+      write_suspect(w, p, *p.first_divergence);
     }
+    w.key("suspects");
+    w.begin_array();
+    for (const FirstDivergence& f : p.suspects) write_suspect(w, p, f);
+    w.end_array();
     w.end_object();
   }
   w.end_array();

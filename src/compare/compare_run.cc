@@ -11,8 +11,8 @@
 
 #include "numprobe/compare.h"
 #include "numprobe/compare_inplace.h"
+#include "numprobe/compare_judgement.h"
 #include "numprobe/compare_mapping.h"
-#include "numprobe/compare_noise.h"
 #include "numprobe/entry_name.h"
 #include "numprobe/error.h"
 #include "numprobe/tensor_file.h"
@@ -188,71 +188,6 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
     if (e) std::rethrow_exception(e);
 }
 
-bool diverged(const RowResult& r) {
-  return r.status == RowStatus::kError || r.status == RowStatus::kWarning;
-}
-
-// Walks entries in execution order. An entry whose inputs agree within noise and whose outputs
-// differ by more than noise plus kNoiseAmplification x the input difference is where the runs
-// diverge. An entry whose inputs already differ beyond noise, with every earlier entry in
-// agreement, means data changed where nothing was captured. md5 mode has no noise: any byte.
-void find_first_divergence(PairResult& p) {
-  size_t i = 0;
-  while (i < p.rows.size()) {
-    if (p.rows[i].pair.target < 0) {
-      ++i;
-      continue;
-    }
-    const uint32_t e = p.target_rows[p.rows[i].pair.target].entry;
-    size_t end = i;
-    double d_in = 0, d_out = 0, tol = 0;
-    const RowResult* worst_in = nullptr;
-    const RowResult* worst_out = nullptr;
-    while (end < p.rows.size() && p.rows[end].pair.target >= 0 &&
-           p.target_rows[p.rows[end].pair.target].entry == e) {
-      const RowResult& r = p.rows[end++];
-      if (r.pair.golden < 0 || r.excused) continue;
-      const CompareRow& t = p.target_rows[r.pair.target];
-      const CompareRow& g = p.golden_rows[r.pair.golden];
-      const bool input = t.state == RowState::kInput || t.state == RowState::kParameters;
-      double d =
-          p.mode == CompareMode::kMd5 ? (diverged(r) ? HUGE_VAL : 0.0) : row_discrepancy(t, g);
-      if (t.kind == RowKind::kTensor) tol = std::max(tol, noise_tolerance(t.element_type));
-      if (input && d > d_in) {
-        d_in = d;
-        worst_in = &r;
-      }
-      if (!input && d > d_out) {
-        d_out = d;
-        worst_out = &r;
-      }
-    }
-    if (tol == 0) tol = noise_tolerance(DType::kF32);
-    if (p.mode == CompareMode::kMd5) tol = 0;
-    const bool inputs_differ = d_in > tol;
-    const bool outputs_diverge = !inputs_differ && d_out > tol + kNoiseAmplification * d_in;
-    if (inputs_differ || outputs_diverge) {
-      FirstDivergence f;
-      f.entry = std::string(p.target.dump.entry_name(e));
-      const RowResult* row = inputs_differ ? worst_in : worst_out;
-      f.row = p.target_rows[row->pair.target].name;
-      f.row_index = static_cast<size_t>(row - p.rows.data());
-      f.direction = std::string(direction_name(parse_entry_name(f.entry).direction));
-      if (p.target.construct) {
-        auto parent = p.target.construct->parent_of(f.entry);
-        if (parent) f.module = std::string(*parent);
-      }
-      f.reason = inputs_differ ? "inputs_already_differ" : "outputs_diverge";
-      f.input_discrepancy = d_in;
-      f.output_discrepancy = d_out;
-      f.tolerance = tol;
-      p.first_divergence = f;
-      return;
-    }
-    i = end;
-  }
-}
-
 }  // namespace
 
 StatisticsMetrics row_statistics(const PairResult& p, const RowResult& r) {
@@ -306,6 +241,7 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
     p.golden.dump.release_values();
   }
   const MappingPlan* pl = plan.empty() ? nullptr : &plan;
+  p.mapped = pl != nullptr;
   std::vector<RowPair> pairs =
       pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl),
                 p.target_rows, p.golden_rows, pl);
@@ -322,6 +258,7 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
     }
   });
   excuse_inplace_module_inputs(p);
+  excuse_inplace_backward_passthrough(p);
   for (const RowResult& r : p.rows) {
     const RowPair& rp = r.pair;
     switch (r.status) {
@@ -341,7 +278,7 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
     if (rp.golden < 0) ++p.unmatched_target;
     if (rp.target < 0) ++p.unmatched_golden;
   }
-  find_first_divergence(p);
+  judge_divergence(p);
 }
 
 namespace {
@@ -355,6 +292,29 @@ size_t collectives_before(const PairResult& p) {
     if (name.rfind("Distributed.", 0) == 0) ++n;
   }
   return n;
+}
+
+}  // namespace
+
+namespace {
+
+// A step that follows one where the runs already differed starts with parameters (and optimizer
+// state) that carry that difference: it is judged without the bit-identical assumption.
+void chain_steps(CompareReport& report) {
+  std::map<std::string, std::vector<PairResult*>> by_rank;
+  for (PairResult& p : report.pairs) {
+    const RankLocation& w = p.target_where;
+    by_rank[w.rank >= 0 ? std::to_string(w.rank) : std::string()].push_back(&p);
+  }
+  for (auto& [rank, pairs] : by_rank) {
+    std::stable_sort(pairs.begin(), pairs.end(), [](const PairResult* a, const PairResult* b) {
+      return a->target_where.step < b->target_where.step;
+    });
+    for (size_t i = 1; i < pairs.size(); ++i) {
+      const double carried = carried_discrepancy(*pairs[i - 1]);
+      if (carried > 0) judge_divergence(*pairs[i], carried);
+    }
+  }
 }
 
 }  // namespace
@@ -477,6 +437,7 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
       }
     }
   }
+  chain_steps(report);
   find_cross_rank_origins(report);
   return report;
 }

@@ -1,0 +1,324 @@
+"""The suite's three models, each with named fault switches (bench/diagnosis/README.md).
+
+A fault is a string; the model's code asks `fault.on("name")` where the fault would live, so the
+golden run (no fault) and the target run execute the same code everywhere else. Faults that must
+change data without any captured op (an uncaptured kernel, an in-place write through another
+library) write through numpy views (`Tensor.numpy` is not an API for the dumper).
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Fault:
+    """The one fault of this run ("" for none)."""
+
+    def __init__(self, name=""):
+        self.name = name
+
+    def on(self, name):
+        return self.name == name
+
+
+def scale_silently(t, factor, rows=None):
+    """Multiplies t in place through a numpy view: no captured op, no autograd record. The
+    equivalent of a buggy extension kernel or a write through another framework."""
+    a = t.numpy(force=True)
+    if rows is None:
+        a *= factor
+    else:
+        a[rows] *= factor
+
+
+class GradScale(torch.autograd.Function):
+    """Identity forward; the backward multiplies the gradient by `s` with a captured op. Both runs
+    use it (same structure); a fault changes `s` (a wrong gradient scaling in a custom backward)."""
+
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.s = s
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.s, None
+
+
+class ExtKernel(torch.autograd.Function):
+    """A stand-in for an uncaptured extension kernel (computed in numpy, invisible to the dumper):
+    y = x * (1 + bias). The fault gives it a 1e-4 relative error; its module entry is the only
+    place the runs can be told apart."""
+
+    @staticmethod
+    def forward(ctx, x, bias):
+        y = torch.from_numpy(x.numpy(force=True) * (1.0 + bias))
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class ExtScale(nn.Module):
+    def __init__(self, fault):
+        super().__init__()
+        self.fault = fault
+
+    def forward(self, x):
+        return ExtKernel.apply(x, 1e-4 if self.fault.on("ext_kernel") else 0.0)
+
+
+# ---- GPT-style decoder ---------------------------------------------------------------------------
+class Attention(nn.Module):
+    def __init__(self, d, heads, fault, index):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.heads, self.fault, self.index = heads, fault, index
+
+    def forward(self, x):
+        f, i = self.fault, self.index
+        b, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.reshape(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
+        scale = 1.0 / math.sqrt(hd)
+        if f.on("attn_scale") and i == 1:
+            scale *= 1 + 1e-4  # a rescale that only shows in one op's scalar argument
+        att = torch.matmul(q, k.transpose(-2, -1)) * scale
+        diag = 2 if f.on("wrong_mask") and i == 0 else 1
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=diag)
+        att = att.masked_fill(mask, float("-inf"))
+        if f.on("fp16_overflow") and i == 1:
+            # A scaled softmax done in fp16 in the target: exp of large scores overflows.
+            att = (att.half() * 1e5).float()
+        else:
+            att = att * 1e5
+        att = att / 1e5
+        if f.on("softmax_dim") and i == 1:
+            p = F.softmax(att, dim=-2)
+        elif f.on("softmax_fp64") and i == 0:
+            p = F.softmax(att.double(), dim=-1).float()
+        else:
+            p = F.softmax(att, dim=-1)
+        if f.on("extra_dropout") and i == 1:
+            p = F.dropout(p, p=0.1, training=True)
+        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
+        if f.on("bf16_roundtrip") and i == 0:
+            y = y.to(torch.bfloat16).to(torch.float32)
+        return self.proj(y)
+
+
+class Mlp(nn.Module):
+    def __init__(self, d, fault, index):
+        super().__init__()
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.fault, self.index = fault, index
+
+    def forward(self, x):
+        f, i = self.fault, self.index
+        h = self.fc1(x)
+        if f.on("silent_rescale") and i == 1:
+            scale_silently(h, 1 + 1e-4)
+        approximate = "tanh" if f.on("gelu_tanh") and i == 1 else "none"
+        h = F.gelu(h, approximate=approximate)
+        s = 1 + 1e-4 if f.on("grad_scale") and i == 0 else 1.0
+        h = GradScale.apply(h, s)
+        return self.fc2(h)
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, fault, index):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads, fault, index)
+        self.ln2 = nn.LayerNorm(d, eps=1e-3 if fault.on("ln_eps") and index == 0 else 1e-5)
+        self.mlp = Mlp(d, fault, index)
+        self.ext = ExtScale(fault) if index == 1 else None
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        x = x + self.mlp(self.ln2(x))
+        return self.ext(x) if self.ext is not None else x
+
+
+class Gpt(nn.Module):
+    def __init__(self, fault, vocab=96, d=48, heads=4, layers=2, ctx=16):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList([Block(d, heads, fault, i) for i in range(layers)])
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+
+def gpt_batch(fault):
+    g = torch.Generator().manual_seed(7)
+    idx = torch.randint(0, 96, (4, 16), generator=g)
+    target = torch.randint(0, 96, (4, 16), generator=g)
+    if fault.on("batch_token"):
+        idx[1, 5] = (idx[1, 5] + 1) % 96
+    return idx, target
+
+
+def gpt_loss(model, batch, fault):
+    idx, target = batch
+    logits = model(idx)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+
+
+def gpt_tamper(model, fault):
+    """Weight faults, applied after the seeded initialisation (a checkpoint-loading bug)."""
+    with torch.no_grad():
+        if fault.on("weight_row"):
+            scale_silently(model.blocks[0].mlp.fc1.weight, 1 + 1e-4, rows=3)
+        if fault.on("pos_weights"):
+            scale_silently(model.pos.weight, 1 + 1e-3)
+
+
+def gpt_grad_fault(model, fault):
+    """Between backward and the optimizer step (visible in step 1 only)."""
+    if fault.on("head_grad"):
+        scale_silently(model.head.weight.grad, 2.0, rows=0)
+
+
+# ---- LSTM language model -------------------------------------------------------------------------
+class LstmLm(nn.Module):
+    def __init__(self, fault, vocab=80, d=32, h=48):
+        super().__init__()
+        self.fault = fault
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, h, num_layers=2, batch_first=True,
+                            dropout=0.2 if fault.on("lstm_dropout") else 0.0)
+        self.head = nn.Linear(h, vocab)
+
+    def forward(self, x):
+        f = self.fault
+        e = self.emb(x)
+        if f.on("emb_bf16"):
+            e = e.to(torch.bfloat16).float()
+        if f.on("emb_silent"):
+            scale_silently(e, 1 + 1e-3)
+        out, _ = self.lstm(e)
+        out = GradScale.apply(out, 1 + 1e-3 if f.on("lstm_grad_scale") else 1.0)
+        if f.on("lstm_relu"):
+            out = torch.relu(out)
+        return self.head(out)
+
+
+def lstm_batch(fault):
+    g = torch.Generator().manual_seed(11)
+    x = torch.randint(0, 80, (3, 12), generator=g)
+    y = torch.randint(0, 80, (3, 12), generator=g)
+    if fault.on("lstm_batch"):
+        x[0, 4] = (x[0, 4] + 7) % 80
+    return x, y
+
+
+def lstm_loss(model, batch, fault):
+    x, y = batch
+    logits = model(x).reshape(-1, 80)
+    dim = 0 if fault.on("logsoftmax_dim") else 1
+    logp = F.log_softmax(logits, dim=dim)
+    reduction = "sum" if fault.on("loss_sum") else "mean"
+    return F.nll_loss(logp, y.reshape(-1), reduction=reduction)
+
+
+def lstm_tamper(model, fault):
+    with torch.no_grad():
+        if fault.on("lstm_weight_row"):
+            scale_silently(model.lstm.weight_hh_l1, 1 + 1e-4, rows=5)
+        if fault.on("head_bias"):
+            model.head.bias.add_(1e-3)
+
+
+def lstm_grad_fault(model, fault):
+    if fault.on("emb_grad_zero"):
+        model.emb.weight.grad.zero_()  # a frozen embedding that should train
+
+
+# ---- torchvision ResNet-18 ----------------------------------------------------------------------
+def make_resnet(fault):
+    import torchvision
+    m = torchvision.models.resnet18(num_classes=10)
+    if fault.on("bn_eps"):
+        m.layer2[0].bn1.eps = 1e-3
+    if fault.on("leaky_relu"):
+        m.layer3[1].relu = nn.LeakyReLU(0.01, inplace=True)
+    if fault.on("extra_dropout_fc"):
+        m.fc = nn.Sequential(nn.Dropout(0.2), m.fc)
+    if fault.on("avgpool_max"):
+        m.avgpool = nn.AdaptiveMaxPool2d((1, 1))
+    if fault.on("layer4_bf16"):
+        # layer4 under bf16 autocast in the target only (hooks keep the module names unchanged).
+        state = {}
+
+        def enter(mod, args):
+            state["ctx"] = torch.autocast("cpu", dtype=torch.bfloat16)
+            state["ctx"].__enter__()
+
+        def leave(mod, args, out):
+            state["ctx"].__exit__(None, None, None)
+            return out.float()
+
+        m.layer4.register_forward_pre_hook(enter)
+        m.layer4.register_forward_hook(leave)
+    # Every run wraps layer3 the same way (same structure); the fault changes only the scale.
+    layer3 = m.layer3
+    s = 1 + 1e-3 if fault.on("layer3_grad_scale") else 1.0
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = layer3
+
+        def forward(self, x):
+            return GradScale.apply(self.body(x), s)
+
+    m.layer3 = Scaled()
+    if fault.on("layer1_silent"):
+        m.layer1.register_forward_hook(lambda mod, i, o: scale_silently(o, 1 + 1e-3))
+    return m
+
+
+def resnet_batch(fault):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 3, 64, 64, generator=g)
+    y = torch.randint(0, 10, (2,), generator=g)
+    if fault.on("pixel_batch"):
+        x[1] *= 1 + 1e-3
+    return x, y
+
+
+def resnet_loss(model, batch, fault):
+    x, y = batch
+    return F.cross_entropy(model(x), y, label_smoothing=0.1 if fault.on("label_smoothing") else 0.0)
+
+
+def resnet_tamper(model, fault):
+    with torch.no_grad():
+        if fault.on("conv_filter"):
+            scale_silently(model.layer3.body[0].conv2.weight, 1 + 1e-4, rows=7)
+
+
+def resnet_grad_fault(model, fault):
+    if fault.on("bn_weight_decay"):
+        w = model.bn1.weight  # weight decay on a norm weight that should have none
+        w.grad.add_(w.detach() * 0.05)
+
+
+MODELS = {
+    "gpt": (lambda f: Gpt(f), gpt_batch, gpt_loss, gpt_tamper, gpt_grad_fault),
+    "lstm": (lambda f: LstmLm(f), lstm_batch, lstm_loss, lstm_tamper, lstm_grad_fault),
+    "resnet": (make_resnet, resnet_batch, resnet_loss, resnet_tamper, resnet_grad_fault),
+}

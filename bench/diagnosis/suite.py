@@ -1,0 +1,185 @@
+"""The pairs of the diagnosis suite and, for each fault, the entries that count as the right answer.
+
+Rule for "right" (bench/diagnosis/README.md): the answer names
+- the API entry where the fault was injected, forward or backward (`op`), or the innermost module
+  whose own computation the fault changed (`mod`: a Linear whose weight row was altered, the
+  module of an uncaptured kernel);
+- for a fault that adds ops (a dropout, casts): one of the added entries, or the op whose input
+  dtype changed;
+- for a change no captured op made (a write through numpy, a perturbed batch, weights loaded
+  wrong, a gradient changed before the optimizer): the first captured entry that consumes the
+  changed data, in the step where it is first visible (`step`).
+Counters name the call (`Functional.gelu.1` = the second gelu of the step); `check_truth` in the
+driver verifies that every accepted name exists in the target or golden dump.
+"""
+from dataclasses import dataclass, field
+
+
+def op(name, directions=("forward", "backward")):
+    """An API call, e.g. "Functional.gelu.1": its forward and backward entries."""
+    return [f"{name}.{d}" for d in directions]
+
+
+def mod(path, directions=("forward", "backward"), calls=(0,)):
+    """A module, e.g. "Module.blocks.0.ln2.LayerNorm": its forward and backward entries."""
+    return [f"{path}.{d}.{c}" for d in directions for c in calls]
+
+
+@dataclass
+class Fault:
+    name: str
+    model: str
+    kind: str  # small | structural | data | other
+    where: str  # forward | backward | optimizer
+    accept: list
+    split: str  # tune | eval: the judgement is tuned on `tune` only
+    steps: int = 1
+    step: int = 0  # the step in which the fault is first visible
+    note: str = ""
+
+
+@dataclass
+class Noise:
+    name: str
+    model: str
+    golden: dict = field(default_factory=dict)  # run_one options of each side
+    target: dict = field(default_factory=dict)
+    env: str = ""  # "blas": target runs with Debian's reference BLAS
+    steps: int = 2
+    held_out: bool = False  # added after tuning
+
+
+FAULTS = [
+    # ---- GPT-style decoder: 2 blocks (linear counters: block b = 4b..4b+3, head = 8) ----------
+    Fault("gelu_tanh", "gpt", "small", "forward", op("Functional.gelu.1"), "tune",
+          note="F.gelu(approximate='tanh') in block 1"),
+    Fault("attn_scale", "gpt", "small", "forward", op("Tensor.mul.2"), "eval",
+          note="attention scale x(1+1e-4) in block 1"),
+    Fault("weight_row", "gpt", "small", "forward",
+          op("Functional.linear.2") + mod("Module.blocks.0.mlp.fc1.Linear"), "tune",
+          note="one row of block 0's fc1 weight x(1+1e-4)"),
+    Fault("silent_rescale", "gpt", "small", "forward", op("Functional.gelu.1"), "eval",
+          note="fc1 output of block 1 x(1+1e-4) in place, uncaptured: first consumer"),
+    Fault("ext_kernel", "gpt", "small", "forward",
+          mod("Module.blocks.1.ext.ExtScale"), "tune",
+          note="an uncaptured extension kernel off by 1e-4 relative"),
+    Fault("grad_scale", "gpt", "small", "backward", op("Functional.gelu.0", ("backward",)), "eval",
+          note="custom backward scales the gradient by 1+1e-4 (block 0): first consumer"),
+    Fault("ln_eps", "gpt", "structural", "forward",
+          op("Functional.layer_norm.1") + mod("Module.blocks.0.ln2.LayerNorm"), "tune",
+          note="layer_norm eps 1e-3 instead of 1e-5 (block 0 ln2)"),
+    Fault("extra_dropout", "gpt", "structural", "forward", op("Functional.dropout.0"), "eval",
+          note="a dropout left active on the attention probabilities"),
+    Fault("bf16_roundtrip", "gpt", "structural", "forward",
+          op("Tensor.to.0") + op("Tensor.to.1"), "tune",
+          note="attention output cast to bf16 and back (block 0)"),
+    Fault("softmax_fp64", "gpt", "structural", "forward",
+          op("Tensor.double.0") + op("Functional.softmax.0"), "eval",
+          note="softmax input cast to float64 (block 0)"),
+    Fault("softmax_dim", "gpt", "other", "forward", op("Functional.softmax.1"), "tune",
+          note="softmax over the wrong dim (block 1)"),
+    Fault("wrong_mask", "gpt", "other", "forward",
+          op("Torch.triu.0") + op("Tensor.masked_fill.0"), "eval",
+          note="causal mask lets one future token through (block 0)"),
+    Fault("fp16_overflow", "gpt", "other", "forward",
+          op("Tensor.half.0") + op("Tensor.mul.3"), "tune",
+          note="scaled scores computed in fp16: overflow to inf (block 1)"),
+    Fault("batch_token", "gpt", "data", "forward",
+          op("Functional.embedding.0") + mod("Module.tok.Embedding"), "eval",
+          note="one token of the batch differs"),
+    Fault("pos_weights", "gpt", "data", "forward",
+          op("Functional.embedding.1") + mod("Module.pos.Embedding"), "tune",
+          note="position embedding loaded x(1+1e-3)"),
+    Fault("head_grad", "gpt", "other", "optimizer",
+          op("Functional.linear.8") + mod("Module.head.Linear"), "eval", steps=2, step=1,
+          note="row 0 of the head's gradient doubled before the optimizer step"),
+    # ---- LSTM language model ------------------------------------------------------------------
+    Fault("lstm_weight_row", "lstm", "small", "forward",
+          op("Torch.lstm.0") + mod("Module.lstm.LSTM"), "tune",
+          note="one row of weight_hh_l1 x(1+1e-4)"),
+    Fault("emb_silent", "lstm", "small", "forward",
+          op("Torch.lstm.0") + mod("Module.lstm.LSTM"), "eval",
+          note="embedding output x(1+1e-3) in place, uncaptured: first consumer"),
+    Fault("lstm_grad_scale", "lstm", "small", "backward",
+          op("Torch.lstm.0", ("backward",)) + mod("Module.lstm.LSTM", ("backward",)), "tune",
+          note="custom backward scales the LSTM output's gradient by 1+1e-3"),
+    Fault("lstm_dropout", "lstm", "structural", "forward",
+          op("Torch.lstm.0") + mod("Module.lstm.LSTM"), "eval",
+          note="dropout 0.2 between the LSTM layers"),
+    Fault("emb_bf16", "lstm", "structural", "forward",
+          op("Tensor.to.0") + op("Tensor.float.0"), "tune",
+          note="embedding output cast to bf16 and back"),
+    Fault("lstm_relu", "lstm", "structural", "forward", op("Torch.relu.0"), "eval",
+          note="an extra relu on the LSTM output"),
+    Fault("logsoftmax_dim", "lstm", "other", "forward", op("Functional.log_softmax.0"), "tune",
+          note="log_softmax over the batch dim"),
+    Fault("loss_sum", "lstm", "other", "forward", op("Functional.nll_loss.0"), "eval",
+          note="loss reduction 'sum' instead of 'mean'"),
+    Fault("lstm_batch", "lstm", "data", "forward",
+          op("Functional.embedding.0") + mod("Module.emb.Embedding"), "tune",
+          note="one token of the batch differs"),
+    Fault("head_bias", "lstm", "data", "forward",
+          op("Functional.linear.0") + mod("Module.head.Linear"), "eval",
+          note="head bias loaded +1e-3"),
+    Fault("emb_grad_zero", "lstm", "other", "optimizer",
+          op("Functional.embedding.0") + mod("Module.emb.Embedding"), "tune", steps=2, step=1,
+          note="embedding gradient zeroed (frozen by mistake)"),
+    # ---- torchvision ResNet-18, 2x3x64x64 ------------------------------------------------------
+    Fault("conv_filter", "resnet", "small", "forward",
+          op("Functional.conv2d.11") + mod("Module.layer3.body.0.conv2.Conv2d"), "eval",
+          note="one filter of layer3.0.conv2 x(1+1e-4)"),
+    Fault("layer1_silent", "resnet", "small", "forward",
+          mod("Module.layer1.Sequential") + op("Functional.conv2d.5"), "tune",
+          note="layer1's output x(1+1e-3) in place by a hook, uncaptured"),
+    Fault("layer3_grad_scale", "resnet", "small", "backward",
+          op("Functional.relu.12", ("backward",))
+          + mod("Module.layer3.body.1.relu.ReLU", ("backward",), (0, 1)), "eval",
+          note="custom backward scales layer3's output gradient by 1+1e-3: first consumer"),
+    Fault("bn_eps", "resnet", "structural", "forward",
+          op("Functional.batch_norm.5") + mod("Module.layer2.0.bn1.BatchNorm2d"), "tune",
+          note="batch_norm eps 1e-3 (layer2.0.bn1)"),
+    Fault("leaky_relu", "resnet", "structural", "forward",
+          op("Functional.leaky_relu.0") + op("Functional.leaky_relu.1")
+          + mod("Module.layer3.body.1.relu.LeakyReLU", calls=(0, 1)), "eval",
+          note="LeakyReLU instead of ReLU in layer3.1"),
+    Fault("extra_dropout_fc", "resnet", "structural", "forward",
+          op("Functional.dropout.0") + mod("Module.fc.0.Dropout"), "tune",
+          note="a dropout before the classifier"),
+    Fault("layer4_bf16", "resnet", "structural", "forward",
+          op("Functional.conv2d.15") + mod("Module.layer4.0.conv1.Conv2d"), "eval",
+          note="layer4 under bf16 autocast"),
+    Fault("avgpool_max", "resnet", "other", "forward",
+          op("Functional.adaptive_max_pool2d.0") + mod("Module.avgpool.AdaptiveMaxPool2d"), "tune",
+          note="max pooling instead of average pooling"),
+    Fault("label_smoothing", "resnet", "other", "forward", op("Functional.cross_entropy.0"), "eval",
+          note="label_smoothing=0.1 in the loss"),
+    Fault("pixel_batch", "resnet", "data", "forward",
+          op("Functional.conv2d.0") + mod("Module.conv1.Conv2d"), "tune",
+          note="one image of the batch x(1+1e-3)"),
+    Fault("bn_weight_decay", "resnet", "other", "optimizer",
+          op("Functional.batch_norm.0") + mod("Module.bn1.BatchNorm2d"), "eval", steps=2, step=1,
+          note="weight decay applied to the first norm's weight"),
+]
+
+NOISE = []
+for m in ("gpt", "lstm", "resnet"):
+    NOISE += [
+        Noise(f"{m}_threads", m, {"threads": 1}, {"threads": 2}),
+        Noise(f"{m}_blas", m, {}, {}, env="blas"),
+        Noise(f"{m}_tf32", m, {}, {"tf32": True}),
+    ]
+NOISE += [
+    Noise("gpt_bf16_threads", "gpt", {"bf16": True, "threads": 1}, {"bf16": True, "threads": 2}),
+    Noise("resnet_bf16_threads", "resnet", {"bf16": True, "threads": 1},
+          {"bf16": True, "threads": 2}),
+    Noise("gpt_same", "gpt"),
+    Noise("resnet_same", "resnet"),
+]
+# Added after the judgement was tuned on the pairs above: held out, never looked at while tuning.
+NOISE += [
+    Noise("resnet_tf32_threads", "resnet", {}, {"tf32": True, "threads": 2}, held_out=True),
+    Noise("gpt_tf32_blas", "gpt", {}, {"tf32": True}, env="blas", held_out=True),
+    Noise("lstm_bf16_threads", "lstm", {"bf16": True, "threads": 1}, {"bf16": True, "threads": 2},
+          held_out=True),
+    Noise("lstm_same", "lstm", held_out=True),
+]

@@ -1,0 +1,382 @@
+// The walk over a pair's entries in execution order that names where the runs part
+// (compare_judgement.h, docs/compare.md "First divergence").
+//
+// Invariants the walk relies on:
+// - Within one run, a tensor that flows unchanged from the op that produced it to the op that
+//   consumes it has the same dumped summary at both places (same bits, same tool). So when the
+//   golden consumer's input matches a golden producer's output, the target's input must match
+//   the target producer's output too; if it does not, something no captured op did changed it.
+// - While every entry so far agreed bit for bit, both setups computed the same thing: an
+//   elementwise op (or a module, whose captured APIs all agreed) that now differs with bitwise-
+//   equal inputs is the divergence, however small. Only ops that accumulate may differ by
+//   rounding (reduction order; TF32 inputs for contractions).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "numprobe/compare.h"
+#include "numprobe/compare_judgement.h"
+#include "numprobe/compare_noise.h"
+#include "numprobe/compare_tensor.h"
+#include "numprobe/entry_name.h"
+
+namespace numprobe {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr size_t kMaxSuspects = 5;
+
+// Rows [begin, end) of p.rows that belong to one entry: a target entry (with its golden-only rows
+// following it), or an entry only the golden has.
+struct EntryRows {
+  size_t begin = 0, end = 0;
+  bool golden_only = false;
+  uint32_t entry = 0;  // target entry, or golden entry when golden_only
+};
+
+std::vector<EntryRows> entry_groups(const PairResult& p) {
+  std::vector<EntryRows> groups;
+  for (size_t i = 0; i < p.rows.size();) {
+    const RowPair& rp = p.rows[i].pair;
+    EntryRows g;
+    g.begin = i;
+    g.golden_only = rp.target < 0;
+    g.entry = g.golden_only ? p.golden_rows[rp.golden].entry : p.target_rows[rp.target].entry;
+    ++i;
+    while (i < p.rows.size()) {
+      const RowPair& r = p.rows[i].pair;
+      if (r.target >= 0) {
+        if (g.golden_only || p.target_rows[r.target].entry != g.entry) break;
+      } else if (g.golden_only && p.golden_rows[r.golden].entry != g.entry) {
+        break;
+      }
+      ++i;  // golden-only rows of a paired target entry stay with it
+    }
+    g.end = i;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+bool is_input(const CompareRow& r) {
+  return r.state == RowState::kInput || r.state == RowState::kParameters;
+}
+
+// Identity of a dumped tensor within one run: shape, dtype and summary (statistics or CRC).
+std::string tensor_key(const CompareRow& r) {
+  std::string k;
+  k.reserve(64);
+  k.push_back(static_cast<char>(r.element_type));
+  for (int64_t d : r.shape) k.append(reinterpret_cast<const char*>(&d), sizeof d);
+  k.push_back('|');
+  if (!r.md5.empty()) k.append(r.md5);
+  for (const StatValue* s : {&r.max, &r.min, &r.mean, &r.norm}) {
+    if (!s->has_number()) continue;
+    k.append(reinterpret_cast<const char*>(&s->v), sizeof s->v);
+  }
+  return k;
+}
+
+double numel(Dims shape) {
+  double n = 1;
+  for (int64_t d : shape) n *= static_cast<double>(std::max<int64_t>(d, 1));
+  return n;
+}
+
+// The number of terms an op accumulates per output element, from its inputs' shapes: a
+// convolution's weight (in_channels x kernel), else the last dim of the first input (matmul,
+// linear, softmax and norms over the last dim); the whole first input for other reductions.
+double accumulated_terms(OpClass c, std::string_view entry,
+                         const std::vector<const CompareRow*>& in) {
+  if (in.empty()) return 1;
+  if (c == OpClass::kContraction && entry.find("conv") != std::string_view::npos && in.size() > 1 &&
+      in[1]->shape.size() >= 3)
+    return numel(in[1]->shape) / static_cast<double>(std::max<int64_t>(in[1]->shape[0], 1));
+  if (c == OpClass::kReduction || c == OpClass::kNormalization) return numel(in[0]->shape);
+  return in[0]->shape.empty()
+             ? 1
+             : static_cast<double>(std::max<int64_t>(in[0]->shape[in[0]->shape.size() - 1], 1));
+}
+
+// Coarser dtype: the one with the larger epsilon.
+DType coarser(DType a, DType b) {
+  if (!dtype_is_floating(b)) return a;
+  if (!dtype_is_floating(a)) return b;
+  return dtype_epsilon(b) > dtype_epsilon(a) ? b : a;
+}
+
+struct Judge {
+  PairResult& p;
+  const bool md5;
+  const bool structural;  // same framework, no user mappings: names and arguments are comparable
+  bool bitwise;           // every entry so far agreed bit for bit
+  Regime regime;
+  double present = 0;  // the largest output difference seen so far: what the runs already carry
+  double carried = 0;  // what the previous step left in the parameters
+  // golden output tensor -> the paired target output row (the latest producer of that tensor)
+  std::unordered_map<std::string, int64_t> producers;
+
+  double discrepancy(const CompareRow& t, const CompareRow& g) const {
+    if (md5 && t.kind == RowKind::kTensor && g.kind == RowKind::kTensor)
+      return t.shape == g.shape && t.md5 == g.md5 ? 0 : kInf;
+    return row_discrepancy(t, g);
+  }
+
+  void note_noise(Regime r) { regime = std::max(regime, r); }
+
+  // An output that is an earlier entry's output unchanged (a module returning its last API's
+  // result, a view): its difference was judged there.
+  bool passed_through(const CompareRow& t, const CompareRow& g) const {
+    if (t.kind != RowKind::kTensor || g.kind != RowKind::kTensor) return false;
+    auto it = producers.find(tensor_key(g));
+    return it != producers.end() &&
+           discrepancy(t, p.target_rows[static_cast<size_t>(it->second)]) == 0;
+  }
+
+  void add(FirstDivergence f, const EntryRows& g, const RowResult* row) {
+    const std::string_view name =
+        g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
+    f.entry = std::string(name);
+    f.op_class = op_class_name(op_class(name));
+    f.regime = regime_name(regime);
+    const RowResult& r = row ? *row : p.rows[g.begin];
+    f.row_index = static_cast<size_t>(&r - p.rows.data());
+    f.row = std::string(r.pair.target >= 0 ? p.target_rows[r.pair.target].name
+                                           : p.golden_rows[r.pair.golden].name);
+    f.direction = std::string(direction_name(parse_entry_name(f.entry).direction));
+    const auto& construct = g.golden_only ? p.golden.construct : p.target.construct;
+    if (construct) {
+      auto parent = construct->parent_of(f.entry);
+      if (parent) f.module = std::string(*parent);
+    }
+    p.suspects.push_back(std::move(f));
+  }
+
+  void entry(const EntryRows& g, bool paired_entry) {
+    if (!paired_entry) {
+      // An entry only one run has. Only meaningful when names are comparable.
+      if (structural) {
+        FirstDivergence f;
+        f.reason = "structure_differs";
+        f.input_discrepancy = f.output_discrepancy = kInf;
+        f.score = 1;
+        add(std::move(f), g, nullptr);
+      }
+      return;
+    }
+    const std::string_view name = p.target.dump.entry_name(g.entry);
+    const OpClass cls = op_class(name);
+    double d_in = 0, d_out = 0;
+    const RowResult *worst_out = nullptr, *args = nullptr, *dtype = nullptr;
+    const RowResult* unexplained = nullptr;
+    bool unexplained_external = false, unexplained_param = false;
+    DType dt = DType::kUnknown;
+    std::vector<const CompareRow*> inputs;
+    bool any_difference = false;
+    for (size_t i = g.begin; i < g.end; ++i) {
+      const RowResult& r = p.rows[i];
+      if (r.pair.target < 0 || r.pair.golden < 0) continue;
+      const CompareRow& t = p.target_rows[r.pair.target];
+      const CompareRow& gr = p.golden_rows[r.pair.golden];
+      const bool in = is_input(t);
+      if (t.kind == RowKind::kTensor) {
+        dt = coarser(dt, t.element_type);
+        if (in) inputs.push_back(&t);
+      }
+      const double d = discrepancy(t, gr);
+      if (d > 0) any_difference = true;
+      const bool both_values =
+          (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) && t.kind == gr.kind;
+      if (structural && in && both_values && d > 0) {
+        if (!args) args = &r;
+        continue;
+      }
+      const bool both_tensors = t.kind == RowKind::kTensor && gr.kind == RowKind::kTensor;
+      if (structural && both_tensors && r.pair.dtype_checked && t.element_type != DType::kUnknown &&
+          gr.element_type != DType::kUnknown && t.element_type != gr.element_type && !dtype)
+        dtype = &r;
+      if (in) {
+        d_in = std::max(d_in, d);
+        if (d > 0 && both_tensors && !unexplained) {
+          // Where did this input come from? A golden producer whose target counterpart holds
+          // other values than this input means an uncaptured change in between; no producer
+          // means data or parameters from outside the dumped ops.
+          auto it = producers.find(tensor_key(gr));
+          if (it != producers.end()) {
+            const CompareRow& made = p.target_rows[static_cast<size_t>(it->second)];
+            if (discrepancy(t, made) > 0) {
+              unexplained = &r;
+            }
+          } else {
+            // Parameters may differ by what the previous step carried. Other tensors from
+            // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
+            // made by an op from the differences the runs already have: that op may amplify
+            // them like any other.
+            const bool param = t.requires_grad == 1 || t.state == RowState::kParameters;
+            const double tol = noise_tolerance(t.element_type);
+            const double floor = bitwise ? 0
+                                 : param ? std::max(tol, carried)
+                                         : tol + kNoiseAmplification * present;
+            // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
+            if (d > floor && (bitwise || !md5)) {
+              unexplained = &r;
+              unexplained_external = true;
+              unexplained_param = param;
+            }
+          }
+        } else if (d > 0 && !both_tensors && !structural && !unexplained) {
+          unexplained = &r;  // an argument that differs where names cannot be compared
+          unexplained_external = true;
+        }
+      } else if (d > 0 && !passed_through(t, gr) && d > d_out) {
+        d_out = d;
+        worst_out = &r;
+      }
+    }
+    // Outputs become the producers later inputs are traced to.
+    for (size_t i = g.begin; i < g.end; ++i) {
+      const RowPair& rp = p.rows[i].pair;
+      if (rp.target < 0 || rp.golden < 0) continue;
+      const CompareRow& gr = p.golden_rows[rp.golden];
+      if (gr.kind == RowKind::kTensor && !is_input(gr)) producers[tensor_key(gr)] = rp.target;
+    }
+    if (dt == DType::kUnknown) dt = DType::kF32;
+    const double tol_noise = noise_tolerance(dt);
+    const double n = accumulated_terms(cls, name, inputs);
+    const double tol_order = reduction_order_tolerance(cls, dt, n);
+    const bool low_precision = dtype_epsilon(dt) > dtype_epsilon(DType::kF32);
+    const bool was_bitwise = bitwise;
+    if (any_difference) bitwise = false;
+    if (std::isfinite(d_out)) present = std::max(present, d_out);
+
+    FirstDivergence f;
+    f.input_discrepancy = d_in;
+    f.output_discrepancy = d_out;
+    if (args) {
+      f.reason = "args_differ";
+      f.score = 1;
+      return add(std::move(f), g, args);
+    }
+    if (dtype) {
+      f.reason = "dtype_differs";
+      f.score = 0.95;
+      return add(std::move(f), g, dtype);
+    }
+    if (unexplained) {
+      f.reason = unexplained_param ? "parameters_differ" : "inputs_already_differ";
+      f.source = unexplained_param ? "parameters" : "data";
+      f.tolerance = unexplained_external && !was_bitwise ? tol_noise : 0;
+      f.score = unexplained_external ? 0.8 : 0.9;
+      return add(std::move(f), g, unexplained);
+    }
+    if (d_out == 0) return;
+    // A parameters_grad entry has no inputs to measure amplification against, and a gradient of a
+    // weight is a sum over the batch (cancellation magnifies upstream noise). Once the runs differ,
+    // a wrong gradient is named by the backward entry that computed it.
+    if (!was_bitwise && parse_entry_name(name).direction == Direction::kParametersGrad) return;
+    // A module is a subgraph whose APIs were judged one by one; its own amplification (several
+    // ops, norms included) has no bound. Only while the runs agree bit for bit does a module's
+    // difference say something its APIs did not: that it computed something uncaptured.
+    if (!was_bitwise && cls == OpClass::kModule) return;
+    // Outputs differ and every input is accounted for.
+    const bool deterministic = cls == OpClass::kElementwise || cls == OpClass::kModule;
+    if (d_in == 0 && (was_bitwise || md5)) {
+      if (deterministic) {
+        f.reason = "outputs_diverge";
+        f.score = 0.9;
+        return add(std::move(f), g, worst_out);
+      }
+      if (md5) {
+        // Bits alone cannot tell rounding from a fault in an op that accumulates: the benefit of
+        // the doubt for the classified ones, none for ops nothing is known about.
+        if (cls != OpClass::kUnknown) return note_noise(Regime::kReductionOrder);
+        f.reason = "outputs_diverge";
+        f.score = 0.6;
+        return add(std::move(f), g, worst_out);
+      }
+      if (cls != OpClass::kUnknown) {
+        if (d_out <= tol_order)
+          return note_noise(low_precision ? Regime::kLowPrecision : Regime::kReductionOrder);
+        if ((cls == OpClass::kContraction || cls == OpClass::kCollective) && d_out <= tol_noise)
+          return note_noise(low_precision ? Regime::kLowPrecision : Regime::kTf32);
+        f.reason = "outputs_diverge";
+        f.tolerance = cls == OpClass::kContraction ? tol_noise : tol_order;
+        f.score = 0.85;
+        return add(std::move(f), g, worst_out);
+      }
+    }
+    if (md5) return;  // inputs already differ: the amplification cannot be measured in bits
+    const double tol = std::max(tol_noise, tol_order);
+    f.tolerance = tol;
+    // A contraction of K terms whose inputs differ by a relative d can differ by up to ~sqrt(K) d:
+    // K terms of either sign sum to ~sqrt(K) times one term, their differences to K times.
+    const double gain = cls == OpClass::kContraction ? std::max(kNoiseAmplification, std::sqrt(n))
+                                                     : kNoiseAmplification;
+    if (d_out > tol + gain * d_in) {
+      f.reason = "outputs_diverge";
+      const double margin = d_out / (tol + gain * d_in);
+      f.score = std::isfinite(margin) ? 0.5 + 0.5 * std::min(1.0, std::log10(margin) / 3) : 0.9;
+      return add(std::move(f), g, worst_out);
+    }
+    note_noise(low_precision ? Regime::kLowPrecision : Regime::kTf32);
+  }
+};
+
+}  // namespace
+
+double carried_discrepancy(const PairResult& p) {
+  double worst = 0;
+  for (const RowResult& r : p.rows) {
+    if (r.pair.target < 0 || r.pair.golden < 0) return kInf;
+    const CompareRow& t = p.target_rows[r.pair.target];
+    const CompareRow& g = p.golden_rows[r.pair.golden];
+    if (p.mode == CompareMode::kMd5) {
+      if (t.md5 != g.md5) return kInf;
+      continue;
+    }
+    worst = std::max(worst, row_discrepancy(t, g));
+  }
+  return worst;
+}
+
+void judge_divergence(PairResult& p, double carried) {
+  const bool starts_bitwise = carried == 0;
+  // Names and arguments are evidence only between runs of the same framework whose rows mostly
+  // paired by name: entries missing from a cross-framework or barely paired compare are the
+  // pairing's limits, not the runs' differences.
+  const bool same_framework = p.target.dump.framework() == p.golden.dump.framework() &&
+                              pair_coverage(p) == Coverage::kCompared;
+  Judge j{p,
+          p.mode == CompareMode::kMd5,
+          same_framework && !p.mapped,
+          starts_bitwise,
+          starts_bitwise ? Regime::kBitwise : Regime::kReductionOrder,
+          0,
+          carried,
+          {}};
+  p.suspects.clear();
+  p.first_divergence.reset();
+  const std::vector<EntryRows> groups = entry_groups(p);
+  // Golden entries with at least one paired row: the others exist in the golden run only.
+  std::unordered_set<uint32_t> golden_paired, target_paired;
+  for (const RowResult& r : p.rows) {
+    if (r.pair.target < 0 || r.pair.golden < 0) continue;
+    golden_paired.insert(p.golden_rows[r.pair.golden].entry);
+    target_paired.insert(p.target_rows[r.pair.target].entry);
+  }
+  for (const EntryRows& g : groups) {
+    if (p.suspects.size() >= kMaxSuspects) break;
+    const bool paired =
+        g.golden_only ? golden_paired.count(g.entry) != 0 : target_paired.count(g.entry) != 0;
+    if (g.golden_only && paired) continue;  // extra golden rows of a paired entry
+    j.entry(g, paired);
+  }
+  p.regime = p.suspects.empty() ? regime_name(j.regime) : p.suspects.front().regime;
+  if (!p.suspects.empty()) p.first_divergence = p.suspects.front();
+}
+
+}  // namespace numprobe

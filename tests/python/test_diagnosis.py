@@ -1,0 +1,86 @@
+"""A representative slice of bench/diagnosis as regression tests: captures of the suite's GPT and
+LSTM with one fault each (an uncaptured change after a bit-identical prefix, an extra op, a custom
+backward, a weight row) must be named with the right reason, and noise-only pairs (TF32 rounding,
+another thread count) must stay silent. Statistics mode; each capture is its own process."""
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CLI, PYDIR, ROOT
+
+pytest.importorskip("torch")
+BENCH = ROOT / "bench" / "diagnosis"
+sys.path.insert(0, str(BENCH))
+import suite  # noqa: E402
+
+FAULTS = {  # name: expected reason
+    "silent_rescale": "inputs_already_differ",
+    "extra_dropout": "structure_differs",
+    "grad_scale": "inputs_already_differ",
+    "lstm_weight_row": "parameters_differ",
+}
+NOISE = {"gpt_tf32": {"tf32": True}, "gpt_threads": {"threads": 2}}
+
+
+def capture(out, model, steps, fault="", **opts):
+    cmd = [sys.executable, str(BENCH / "run_one.py"), "--model", model, "--out", str(out),
+           "--steps", str(steps), "--fault", fault]
+    for k, v in opts.items():
+        cmd += [f"--{k}"] if v is True else [f"--{k}", str(v)]
+    env = dict(os.environ, PYTHONPATH=str(PYDIR))
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out
+
+
+def compare(target, golden, out):
+    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out / "summary.json") as f:
+        return json.load(f), p.stdout
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diagnosis")
+    by_name = {f.name: f for f in suite.FAULTS}
+    jobs = {("gpt", 1, ""): {}, ("lstm", 1, ""): {}, ("gpt", 2, ""): {}}
+    for name in FAULTS:
+        jobs[(by_name[name].model, 1, name)] = {}
+    for name, opts in NOISE.items():
+        jobs[("gpt", 2, name)] = opts
+    with cf.ThreadPoolExecutor(2) as ex:
+        futures = {key: ex.submit(capture, root / f"{key[0]}_{key[1]}_{key[2] or 'golden'}",
+                                  key[0], key[1], by_name[key[2]].name if key[2] in by_name else "",
+                                  **opts)
+                   for key, opts in jobs.items()}
+        return {key: f.result() for key, f in futures.items()}
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_fault_is_named(dumps, tmp_path, name):
+    fault = next(f for f in suite.FAULTS if f.name == name)
+    s, stdout = compare(dumps[(fault.model, 1, name)], dumps[(fault.model, 1, "")], tmp_path)
+    (pair,) = s["pairs"]
+    fd = pair["first_divergence"]
+    assert fd is not None, stdout
+    assert fd["entry"] in fault.accept, (fd, fault.accept)
+    assert fd["reason"] == FAULTS[name]
+    assert pair["suspects"][0]["entry"] == fd["entry"] and len(pair["suspects"]) <= 5
+    assert pair["regime"] == "bitwise"  # everything before the fault agreed bit for bit
+    assert f"first divergence: {fd['entry']}" in stdout
+
+
+@pytest.mark.parametrize("name", sorted(NOISE))
+def test_noise_is_not_a_divergence(dumps, tmp_path, name):
+    s, stdout = compare(dumps[("gpt", 2, name)], dumps[("gpt", 2, "")], tmp_path)
+    for pair in s["pairs"]:
+        assert pair["first_divergence"] is None and pair["suspects"] == [], pair["suspects"]
+    assert "no divergence beyond noise" in stdout
+    if name == "gpt_tf32":  # the rounding is seen and classified, not ignored
+        assert s["pairs"][0]["regime"] == "tf32"

@@ -1,0 +1,205 @@
+// The first-divergence judgement (compare_judgement.h) on small hand-written dump pairs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "numprobe/compare.h"
+#include "numprobe/compare_judgement.h"
+#include "numprobe/compare_tensor.h"
+#include "test_support.h"
+
+namespace numprobe {
+namespace {
+
+// A tensor leaf of a statistics dump.
+struct T {
+  double max = 1, min = -1, mean = 0, norm = 3;
+  std::string dtype = "torch.float32";
+  bool requires_grad = false;
+};
+
+// A dump entry: tensor inputs, optional scalar argument, tensor outputs.
+struct E {
+  std::string name;
+  std::vector<T> in;
+  std::vector<T> out;
+  double scalar = NAN;  // a float argument when set
+};
+
+std::string leaf(const T& t) {
+  std::ostringstream s;
+  s.precision(17);
+  s << R"({"type": "torch.Tensor", "dtype": ")" << t.dtype << R"(", "shape": [4, 8], "Max": )"
+    << t.max << ", \"Min\": " << t.min << ", \"Mean\": " << t.mean << ", \"Norm\": " << t.norm
+    << ", \"requires_grad\": " << (t.requires_grad ? "true" : "false") << "}";
+  return s.str();
+}
+
+std::string dump_json(const std::vector<E>& entries) {
+  std::string j = R"({"task": "statistics", "level": "L1", "framework": "pytorch", "data": {)";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const E& e = entries[i];
+    j += (i ? ", \"" : "\"") + e.name + "\": {\"input_args\": [";
+    for (size_t k = 0; k < e.in.size(); ++k) j += (k ? ", " : "") + leaf(e.in[k]);
+    if (!std::isnan(e.scalar)) {
+      std::ostringstream s;
+      s.precision(17);
+      s << e.scalar;
+      j += (e.in.empty() ? "" : ", ") + std::string(R"({"type": "float", "value": )") + s.str() +
+           "}";
+    }
+    j += "], \"input_kwargs\": {}, \"output\": [";
+    for (size_t k = 0; k < e.out.size(); ++k) j += (k ? ", " : "") + leaf(e.out[k]);
+    j += "]}";
+  }
+  return j + "}}";
+}
+
+const PairResult& compare(const std::string& test, const std::vector<E>& target,
+                          const std::vector<E>& golden, CompareReport& keep) {
+  const std::string dir = testing::scratch_dir("judgement_" + test);
+  testing::write_file(dir + "/t.json", dump_json(target));
+  testing::write_file(dir + "/g.json", dump_json(golden));
+  keep = compare_dumps(dir + "/t.json", dir + "/g.json", 1);
+  return keep.pairs.at(0);
+}
+
+// The pair's first divergence is `entry` for `reason`.
+void expect_first(const PairResult& p, const std::string& entry, const std::string& reason) {
+  ASSERT_TRUE(p.first_divergence);
+  EXPECT_EQ(p.first_divergence->entry, entry);
+  EXPECT_EQ(p.first_divergence->reason, reason);
+}
+
+// Values: x is the batch, y = gelu(x), z = linear(y, w).
+const T x{2, -2, 0.1, 5};
+const T y{1.9, -0.2, 0.3, 4};
+const T w{0.5, -0.5, 0.01, 2, "torch.float32", true};
+const T z{3, -3, 0.2, 6};
+
+std::vector<E> golden_run() {
+  return {{"Functional.gelu.0.forward", {x}, {y}},
+          {"Functional.linear.0.forward", {y, w}, {z}},
+          {"Functional.relu.0.forward", {z}, {z}}};
+}
+
+TEST(OpClass, FromTheApiName) {
+  EXPECT_EQ(op_class("Functional.gelu.0.forward"), OpClass::kElementwise);
+  EXPECT_EQ(op_class("Functional.gelu.0.backward"), OpClass::kReduction);
+  EXPECT_EQ(op_class("Functional.linear.3.forward"), OpClass::kContraction);
+  EXPECT_EQ(op_class("Torch.lstm.0.backward"), OpClass::kContraction);
+  EXPECT_EQ(op_class("Functional.layer_norm.0.forward"), OpClass::kNormalization);
+  EXPECT_EQ(op_class("Functional.softmax.1.forward"), OpClass::kSoftmax);
+  EXPECT_EQ(op_class("Functional.cross_entropy.0.forward"), OpClass::kReduction);
+  EXPECT_EQ(op_class("Module.fc.Linear.forward.0"), OpClass::kModule);
+  EXPECT_EQ(op_class("Distributed.all_reduce.0.forward"), OpClass::kCollective);
+  EXPECT_EQ(op_class("Functional.noise_small.0.forward"), OpClass::kUnknown);
+}
+
+TEST(OpClass, ReductionOrderToleranceGrowsWithTheSquareRootOfTheTerms) {
+  EXPECT_EQ(reduction_order_tolerance(OpClass::kElementwise, DType::kF32, 1e6), 0);
+  const double eps = dtype_epsilon(DType::kF32);
+  EXPECT_DOUBLE_EQ(reduction_order_tolerance(OpClass::kReduction, DType::kF32, 100), 40 * eps);
+  EXPECT_GT(reduction_order_tolerance(OpClass::kReduction, DType::kBF16, 100),
+            reduction_order_tolerance(OpClass::kReduction, DType::kF32, 100));
+}
+
+TEST(Judgement, SameRunsHaveNoSuspectAndABitwiseRegime) {
+  CompareReport r;
+  const PairResult& p = compare("same", golden_run(), golden_run(), r);
+  EXPECT_FALSE(p.first_divergence);
+  EXPECT_TRUE(p.suspects.empty());
+  EXPECT_EQ(p.regime, "bitwise");
+}
+
+TEST(Judgement, ElementwiseOpAfterABitwisePrefixDivergesAtAnySize) {
+  auto t = golden_run();
+  t[0].out[0].max *= 1 + 1e-6;  // gelu's output, its input equal
+  t[1].in[0] = t[0].out[0];     // flows on unchanged
+  CompareReport r;
+  const PairResult& p = compare("elementwise", t, golden_run(), r);
+  expect_first(p, "Functional.gelu.0.forward", "outputs_diverge");
+  EXPECT_EQ(p.suspects.at(0).op_class, "elementwise");
+}
+
+TEST(Judgement, UnclassifiedOpKeepsTheNoiseFloor) {
+  std::vector<E> g = {{"Functional.noise_small.0.forward", {x}, {y}}};
+  auto t = g;
+  t[0].out[0].max *= 1 + 1e-5;
+  CompareReport r;
+  EXPECT_FALSE(compare("unknown", t, g, r).first_divergence);
+}
+
+TEST(Judgement, ContractionNoiseAtTf32LevelIsNoiseAndSetsTheRegime) {
+  auto t = golden_run();
+  t[1].out[0].max *= 1 + 3e-4;  // linear: equal inputs, TF32-sized difference
+  t[2].in[0] = t[2].out[0] = t[1].out[0];
+  CompareReport r;
+  const PairResult& p = compare("tf32", t, golden_run(), r);
+  EXPECT_FALSE(p.first_divergence);
+  EXPECT_EQ(p.regime, "tf32");
+  // Beyond TF32's 2^-10 the same op is named.
+  t[1].out[0].max = z.max * (1 + 1e-2);
+  t[2].in[0] = t[2].out[0] = t[1].out[0];
+  CompareReport r2;
+  const PairResult& q = compare("tf32_fault", t, golden_run(), r2);
+  expect_first(q, "Functional.linear.0.forward", "outputs_diverge");
+}
+
+TEST(Judgement, AnInputNoProducerMadeIsAnUncapturedChangeEvenAfterNoise) {
+  std::vector<E> g = {{"Functional.linear.0.forward", {x, w}, {z}},
+                      {"Functional.gelu.0.forward", {z}, {y}},
+                      {"Functional.relu.0.forward", {y}, {y}}};
+  auto t = g;
+  t[0].out[0].max *= 1 + 3e-4;  // TF32 noise: the runs are no longer bitwise
+  t[1].in[0] = t[0].out[0];
+  t[1].out[0].max *= 1 + 3e-4;
+  t[2].in[0] = t[1].out[0];
+  t[2].in[0].mean += 1e-5;  // changed between gelu and relu by nothing captured
+  t[2].out[0] = t[2].in[0];
+  CompareReport r;
+  const PairResult& p = compare("uncaptured", t, g, r);
+  expect_first(p, "Functional.relu.0.forward", "inputs_already_differ");
+  EXPECT_EQ(p.suspects.at(0).source, "data");
+}
+
+TEST(Judgement, ParametersThatDifferAreNamedAsParameters) {
+  auto t = golden_run();
+  t[1].in[1].norm *= 1 + 1e-6;  // the weight, tiny but after a bitwise prefix
+  CompareReport r;
+  const PairResult& p = compare("params", t, golden_run(), r);
+  expect_first(p, "Functional.linear.0.forward", "parameters_differ");
+  EXPECT_EQ(p.suspects.at(0).source, "parameters");
+}
+
+TEST(Judgement, StructureArgumentsAndDtypeAreFindingsInExecutionOrder) {
+  auto g = golden_run();
+  g[0].scalar = 1e-5;
+  auto t = g;
+  t.insert(t.begin() + 1, E{"Functional.dropout.0.forward", {y}, {y}});  // only in the target
+  t[2].in[0].dtype = "torch.bfloat16";                                   // linear's input
+  t[0].scalar = 1e-3;                                                    // gelu's argument
+  CompareReport r;
+  const PairResult& p = compare("structure", t, g, r);
+  ASSERT_GE(p.suspects.size(), 3u);
+  EXPECT_EQ(p.suspects[0].entry, "Functional.gelu.0.forward");
+  EXPECT_EQ(p.suspects[0].reason, "args_differ");
+  EXPECT_EQ(p.suspects[1].entry, "Functional.dropout.0.forward");
+  EXPECT_EQ(p.suspects[1].reason, "structure_differs");
+  EXPECT_EQ(p.suspects[2].entry, "Functional.linear.0.forward");
+  EXPECT_EQ(p.suspects[2].reason, "dtype_differs");
+  EXPECT_EQ(p.first_divergence->entry, p.suspects[0].entry);
+}
+
+TEST(Judgement, MeanAndNormWithinStatisticsPrecisionAreNoEvidence) {
+  auto t = golden_run();
+  t[0].in[0].norm *= 1 + 2e-7;  // another dumper's fp32 sum; Max and Min equal
+  CompareReport r;
+  EXPECT_FALSE(compare("precision", t, golden_run(), r).first_divergence);
+}
+
+}  // namespace
+}  // namespace numprobe
