@@ -11,7 +11,10 @@ namespace numprobe {
 // 0 when identical or for a non-tensor argument against null (not recorded); +inf when the kinds,
 // shapes or non-finite values disagree, or scalars differ.
 // Mean/Norm differences up to kStatisticsPrecision with Max and Min equal count as none: two
-// dumpers summing the same fp32 tensor in fp32 and in float64 differ that much.
+// dumpers summing the same fp32 tensor in fp32 and in float64 differ that much. Where one side's
+// Mean and Norm are fp32 values and the other's are not (an msprobe dump against a numprobe dump),
+// the fp32 sum's own error over the tensor's n elements is allowed: sqrt(n) fp32 ulps (msprobe's
+// Norm of a 1.18M-element fp32 weight is 1.3e-5 relative off the float64 one; the bound is 1.3e-4).
 double row_discrepancy(const CompareRow& target, const CompareRow& golden);
 
 // Relative difference of a Mean or Norm that summation precision alone explains: 4 fp32 ulps.

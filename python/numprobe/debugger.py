@@ -6,6 +6,7 @@ value are seen); call counters of every kind reset each step; files are crash-sa
 """
 import atexit
 import functools
+import inspect
 import json
 import os
 import random
@@ -191,7 +192,7 @@ class PrecisionDebugger:
         self._api_table = build_api_table()
         self._publish_api_table()
         _C.set_api_resolver(resolve_api)
-        _C.set_transparent({torch.Tensor.backward: self._backward_in_mode})
+        _C.set_transparent({torch.Tensor.backward: self._backward_seeded})
         self._sites = []
         _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
         _C.set_internal_callers(_hook_machinery_codes(), ["Tensor.view_as"])
@@ -332,28 +333,15 @@ class PrecisionDebugger:
         _C.set_api_names(self._api_table)
         _C.set_api_defaults(keyword_defaults(self._api_table))
 
-    def _backward_in_mode(self, tensor, gradient=None, retain_graph=None, create_graph=False,
-                          inputs=None):
-        """Tensor.backward's body, run with numprobe's mode active again: torch pops the mode while
-        a function it dispatched runs, which would hide the APIs inside (the seed gradient
-        Torch.ones_like of loss.backward(), recorded by msprobe too)."""
-        c = torch._C
-        if self._mode == "direct":
-            # torch 1.13 stashes the C++-level mode while a dispatched function runs and restores
-            # it afterwards: set it for the body, clear it again before torch restores it.
-            c._set_torch_function_mode(self._direct_mode_obj)
-            try:
-                torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
-            finally:
-                c._set_torch_function_mode(None)
-        elif self._mode is not None:
-            torch.overrides._push_mode(self._mode)
-            try:
-                torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
-            finally:
-                torch.overrides._pop_mode()
-        else:
-            torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
+    @staticmethod
+    def _backward_seeded(tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Tensor.backward, with its implicit seed gradient made as a recorded API call: torch pops
+        the mode while a function it dispatched runs, so the `torch.ones_like` that backward()
+        makes for a scalar loss would not be seen; msprobe records it (v8.3.3). The same call torch
+        would make, made one step earlier; everything else is torch's own backward."""
+        if gradient is None:
+            gradient = _seed_gradient(tensor)
+        torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
 
     def _at_exit(self):
         if self._engine is not None:
@@ -375,7 +363,6 @@ class PrecisionDebugger:
             self._mode = "direct"  # first: _pop_mode undoes whatever of the below got done
             self._saved_stack_mode = torch.overrides._TorchFunctionStackMode
             direct, self._direct_entry = _DirectMode(), _DirectMode()
-            self._direct_mode_obj = direct
             _C.set_direct_mode(self._direct_entry,
                                types.MethodType(self._saved_stack_mode.__torch_function__, direct))
             torch.overrides._TorchFunctionStackMode = _DirectMode
@@ -422,7 +409,12 @@ class PrecisionDebugger:
     def _hook_module(self, entry_prefix, module):
         rec = _C.ModuleRecorder(entry_prefix)
         self._recorders.append(rec)
-        self._handles.append(module.register_forward_pre_hook(rec.forward_pre))
+        if _PRE_HOOK_KWARGS:
+            # torch >= 2 hands the call's keyword arguments to hooks: recorded, as msprobe 26 does
+            # (nn.MultiheadAttention's need_weights, attn_mask, ...).
+            self._handles.append(module.register_forward_pre_hook(rec.forward_pre, with_kwargs=True))
+        else:
+            self._handles.append(module.register_forward_pre_hook(rec.forward_pre))
         self._handles.append(module.register_forward_hook(rec.forward))
         _patch_backward_hook()
         self._handles.append(module.register_full_backward_hook(rec.backward))
@@ -434,6 +426,8 @@ class PrecisionDebugger:
                 self._handles.append(p.register_hook(functools.partial(_param_hook, grad_rec,
                                                                        pname)))
 
+
+_PRE_HOOK_KWARGS = "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
 
 _COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "reduce_scatter",
@@ -481,6 +475,16 @@ def _patch_backward_hook():
     apply_on_tensors._numprobe = True
     apply_on_tensors._numprobe_original = orig
     hooks.BackwardHook._apply_on_tensors = apply_on_tensors
+
+
+def _seed_gradient(tensor):
+    """The gradient torch.autograd.backward creates for a scalar output, as the recorded API
+    Torch.ones_like; None where torch would not create one (it then says why itself)."""
+    if (isinstance(tensor, torch.Tensor) and tensor.requires_grad and tensor.numel() == 1
+            and tensor.is_floating_point()):
+        return _C.call_api("Torch.ones_like", torch.ones_like, (tensor,),
+                           {"memory_format": torch.preserve_format})
+    return None
 
 
 def _param_hook(recorder, pname, grad):

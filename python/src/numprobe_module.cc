@@ -43,7 +43,9 @@ class ModuleRecorder {
  public:
   explicit ModuleRecorder(std::string name) : name_(std::move(name)), counter_{name_} {}
 
-  py::object forward_pre(py::handle module, py::handle args) {
+  // kwargs: the keyword arguments of the call where torch hands them to hooks (torch >= 2,
+  // register_forward_pre_hook(with_kwargs=True)); None otherwise.
+  py::object forward_pre(py::handle module, py::handle args, py::handle kwargs) {
     TorchCapture* cap = TorchCapture::active();
     Pending p;
     p.active = cap && cap->dumping() && !InternalGuard::inside();
@@ -64,6 +66,13 @@ class ModuleRecorder {
           add_pyitems(*cap, p.rec, seq.ptr(), cap->stem(p.fwd, "input"), false);
           p.rec.key("input_kwargs");
           p.rec.begin_dict();
+          if (PyDict_Check(kwargs.ptr())) {
+            const std::string stem = cap->stem(p.fwd, "input");
+            for_each_str_item(kwargs.ptr(), [&](const char* key, PyObject* v) {
+              p.rec.key(key);
+              add_pyobject(*cap, p.rec, v, cap->stem(stem, key), false, 1);
+            });
+          }
           p.rec.end();
         }
       }
@@ -83,7 +92,8 @@ class ModuleRecorder {
     if (!stack.empty()) stack.pop_back();
     TorchCapture* cap = TorchCapture::active();
     if (!cap) return py::none();
-    backward_names_.push_back({TorchCapture::backward_of(p.fwd), p.parent, p.wanted});
+    backward_names_.push_back(
+        {TorchCapture::backward_of(p.fwd), p.parent, p.wanted, nested_output_leaves(output)});
     if (!p.wanted || !cap->wants_direction(true)) return py::none();
     InternalGuard guard;
     if (cap->wants_outputs()) {
@@ -125,7 +135,8 @@ class ModuleRecorder {
     rec.begin_dict();
     if (cap->wants_inputs()) {
       rec.key("input");
-      add_pyitems(*cap, rec, grad_output.ptr(), cap->stem(b.name, "input"), false);
+      py::object grads = flatten_grad_output(grad_output, b.output_leaves);
+      add_pyitems(*cap, rec, grads.ptr(), cap->stem(b.name, "input"), false);
     }
     if (cap->wants_outputs()) {
       rec.key("output");
@@ -156,7 +167,47 @@ class ModuleRecorder {
     std::string name;
     std::optional<std::string> parent;
     bool wanted;
+    std::vector<int> output_leaves;  // see nested_output_leaves
   };
+
+  // Tensors inside each top-level item of a module's output when one item nests several
+  // (nn.LSTM returns (output, (h_n, c_n))); empty otherwise. torch's full backward hook hands one
+  // gradient per top-level item, None for a nested one; msprobe writes one per tensor, so the
+  // backward entry's "input" lists a null for each tensor of such an item.
+  static std::vector<int> nested_output_leaves(py::handle output) {
+    if (!PyTuple_Check(output.ptr()) && !PyList_Check(output.ptr())) return {};
+    std::vector<int> leaves;
+    bool nested = false;
+    for (py::handle item : output) {
+      const int n = tensor_leaves(item, 0);
+      nested |= n > 1 || (n == 0 && (PyTuple_Check(item.ptr()) || PyList_Check(item.ptr())));
+      leaves.push_back(std::max(n, 1));
+    }
+    return nested ? leaves : std::vector<int>();
+  }
+  static int tensor_leaves(py::handle obj, int depth) {
+    if (THPVariable_Check(obj.ptr())) return 1;
+    if (depth > 8 || (!PyTuple_Check(obj.ptr()) && !PyList_Check(obj.ptr()))) return 0;
+    int n = 0;
+    for (py::handle item : obj) n += tensor_leaves(item, depth + 1);
+    return n;
+  }
+  static py::object flatten_grad_output(py::handle grad_output, const std::vector<int>& leaves) {
+    if (leaves.empty() || !PyTuple_Check(grad_output.ptr()) ||
+        static_cast<size_t>(PyTuple_GET_SIZE(grad_output.ptr())) != leaves.size())
+      return py::reinterpret_borrow<py::object>(grad_output);
+    py::list flat;
+    size_t i = 0;
+    for (py::handle g : grad_output) {
+      const int n = leaves[i++];
+      if (n > 1 && g.is_none()) {
+        for (int k = 0; k < n; ++k) flat.append(py::none());
+      } else {
+        flat.append(g);
+      }
+    }
+    return py::tuple(flat);
+  }
   std::string name_;
   ApiInfo counter_;  // the module's call counter
   std::vector<Pending> pending_;
@@ -328,7 +379,8 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<ModuleRecorder>(m, "ModuleRecorder")
       .def(py::init<std::string>())
-      .def("forward_pre", &ModuleRecorder::forward_pre)
+      .def("forward_pre", &ModuleRecorder::forward_pre, py::arg("module"), py::arg("args"),
+           py::arg("kwargs") = py::none())
       .def("forward", &ModuleRecorder::forward)
       .def("backward", &ModuleRecorder::backward)
       .def("reset", &ModuleRecorder::reset);

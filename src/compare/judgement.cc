@@ -119,6 +119,17 @@ struct Judge {
   double carried = 0;  // what the previous step left in the parameters
   // golden output tensor -> the paired target output row (the latest producer of that tensor)
   std::unordered_map<std::string, int64_t> producers;
+  // Forward entries only one run has, not judged yet: the outputs they made on their side. One is
+  // the divergence when a later entry consumes one of those outputs and the runs differ there (a
+  // dropout left active); it is dropped when the consumer's inputs agree (a call one dumping tool
+  // records and the other does not: msprobe 26 on torch 2.14 leaves out Tensor.reshape and
+  // VF.lstm calls numprobe records).
+  struct OneSided {
+    EntryRows g;
+    bool target_side = true;
+    std::unordered_set<std::string> outputs;
+  };
+  std::vector<OneSided> one_sided;
 
   double discrepancy(const CompareRow& t, const CompareRow& g) const {
     if (md5 && t.kind == RowKind::kTensor && g.kind == RowKind::kTensor)
@@ -127,6 +138,26 @@ struct Judge {
   }
 
   void note_noise(Regime r) { regime = std::max(regime, r); }
+
+  // A paired input (t, g) differing by d: settles the one-sided entries that produced it.
+  void consumed(const CompareRow& t, const CompareRow& g, double d) {
+    for (size_t k = 0; k < one_sided.size();) {
+      const OneSided& o = one_sided[k];
+      if (!o.outputs.count(tensor_key(o.target_side ? t : g))) {
+        ++k;
+        continue;
+      }
+      const double limit = bitwise ? 0 : noise_tolerance(t.element_type);
+      if (d > limit && p.suspects.size() < kMaxSuspects) {
+        FirstDivergence f;
+        f.reason = "structure_differs";
+        f.input_discrepancy = f.output_discrepancy = kInf;
+        f.score = 1;
+        add(std::move(f), o.g, nullptr);
+      }
+      one_sided.erase(one_sided.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
 
   // An output that is an earlier entry's output unchanged (a module returning its last API's
   // result, a view): its difference was judged there.
@@ -158,13 +189,25 @@ struct Judge {
 
   void entry(const EntryRows& g, bool paired_entry) {
     if (!paired_entry) {
-      // An entry only one run has. Only meaningful when names are comparable.
-      if (structural) {
-        FirstDivergence f;
-        f.reason = "structure_differs";
-        f.input_discrepancy = f.output_discrepancy = kInf;
-        f.score = 1;
-        add(std::move(f), g, nullptr);
+      // An entry only one run has. Only meaningful when names are comparable, and only for
+      // forward entries: a module backward or parameters_grad entry without a counterpart says
+      // which hooks the dumping tool registered (msprobe writes no module backward entries on
+      // torch 1.13, nor gradients of modules that never ran), not what was computed; a real
+      // change there also shows in a forward entry or in the gradients around it.
+      const std::string_view name =
+          g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
+      if (structural && parse_entry_name(name).direction == Direction::kForward) {
+        OneSided o;
+        o.g = g;
+        o.target_side = !g.golden_only;
+        for (size_t i = g.begin; i < g.end; ++i) {
+          const RowPair& rp = p.rows[i].pair;
+          const CompareRow* r = o.target_side
+                                    ? (rp.target >= 0 ? &p.target_rows[rp.target] : nullptr)
+                                    : (rp.golden >= 0 ? &p.golden_rows[rp.golden] : nullptr);
+          if (r && r->kind == RowKind::kTensor && !is_input(*r)) o.outputs.insert(tensor_key(*r));
+        }
+        one_sided.push_back(std::move(o));
       }
       return;
     }
@@ -179,7 +222,7 @@ struct Judge {
     bool any_difference = false;
     for (size_t i = g.begin; i < g.end; ++i) {
       const RowResult& r = p.rows[i];
-      if (r.pair.target < 0 || r.pair.golden < 0) continue;
+      if (r.pair.target < 0 || r.pair.golden < 0 || r.excused) continue;
       const CompareRow& t = p.target_rows[r.pair.target];
       const CompareRow& gr = p.golden_rows[r.pair.golden];
       const bool in = is_input(t);
@@ -188,6 +231,7 @@ struct Judge {
         if (in) inputs.push_back(&t);
       }
       const double d = discrepancy(t, gr);
+      if (in && t.kind == RowKind::kTensor && !one_sided.empty()) consumed(t, gr, d);
       if (d > 0) any_difference = true;
       const bool both_values =
           (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) && t.kind == gr.kind;
@@ -331,6 +375,7 @@ struct Judge {
 double carried_discrepancy(const PairResult& p) {
   double worst = 0;
   for (const RowResult& r : p.rows) {
+    if (r.excused) continue;
     if (r.pair.target < 0 || r.pair.golden < 0) return kInf;
     const CompareRow& t = p.target_rows[r.pair.target];
     const CompareRow& g = p.golden_rows[r.pair.golden];
@@ -357,6 +402,7 @@ void judge_divergence(PairResult& p, double carried) {
           starts_bitwise ? Regime::kBitwise : Regime::kReductionOrder,
           0,
           carried,
+          {},
           {}};
   p.suspects.clear();
   p.first_divergence.reset();
@@ -375,6 +421,24 @@ void judge_divergence(PairResult& p, double carried) {
     if (g.golden_only && paired) continue;  // extra golden rows of a paired entry
     j.entry(g, paired);
   }
+  // One-sided entries no dumped entry consumed (their outputs went where nothing was dumped, or
+  // through an uncaptured change) are findings when something differs after them.
+  for (const auto& o : j.one_sided) {
+    const bool later =
+        std::any_of(p.suspects.begin(), p.suspects.end(),
+                    [&](const FirstDivergence& f) { return f.row_index > o.g.begin; });
+    if (!later) continue;
+    FirstDivergence f;
+    f.reason = "structure_differs";
+    f.input_discrepancy = f.output_discrepancy = kInf;
+    f.score = 1;
+    j.add(std::move(f), o.g, nullptr);
+  }
+  // An entry only one run has is added when its consumer is judged: restore execution order.
+  std::stable_sort(
+      p.suspects.begin(), p.suspects.end(),
+      [](const FirstDivergence& a, const FirstDivergence& b) { return a.row_index < b.row_index; });
+  if (p.suspects.size() > kMaxSuspects) p.suspects.resize(kMaxSuspects);
   p.regime = p.suspects.empty() ? regime_name(j.regime) : p.suspects.front().regime;
   if (!p.suspects.empty()) p.first_divergence = p.suspects.front();
 }

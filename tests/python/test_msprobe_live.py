@@ -144,4 +144,15 @@ def test_drop_in_msprobe_and_numprobe_dumps_pair_row_for_row(runs, model):
     no error, no first divergence; numprobe's extra rows only of the documented kinds."""
     tmp, got = runs
     case = got[(model, "mix")]
-    assert_pairs_row_for_row(case["np"][1], case["ms"][1], tmp / f"dropin_{model}")
+    # msprobe 26's module hooks hand nn.MultiheadAttention three distinct views of x, which sends it
+    # down the non-self-attention path: msprobe's transformer step is not the uncaptured one (its
+    # weights after the step differ), so its dump cannot agree with numprobe's bitwise one. When
+    # msprobe stops changing the computation, this says so.
+    changes_computation = case["ms"][0] != case["none"][0]
+    assert changes_computation == (model == "transformer"), (model, case["ms"][0], case["none"][0])
+    # msprobe 26 on torch 2.x leaves calls out that numprobe records (Torch.flatten, VF.lstm,
+    # Tensor.reshape, Tensor.transpose, some in-place backward entries: docs/msprobe_versions.md), so
+    # numprobe's extra rows are not checked here; the frozen v8.3.3 dumps check them
+    # (test_msprobe_interop.py).
+    assert_pairs_row_for_row(case["np"][1], case["ms"][1], tmp / f"dropin_{model}",
+                             numprobe_only=None, same_computation=not changes_computation)

@@ -8,7 +8,9 @@
 
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include "capture/torch/tensor_leaf.h"
 #include "numprobe/error.h"
@@ -403,10 +405,12 @@ void TorchCapture::add_construct(const std::string& name, std::optional<std::str
 
 namespace {
 
+// A tensor's grad_fn: std::shared_ptr<Node> in torch 1.13, c10::intrusive_ptr<Node> in torch 2.14.
+using NodePtr = std::decay_t<decltype(std::declval<const at::Tensor&>().grad_fn())>;
+
 // The CopySlices node that holds an in-place op applied to the view `out`, when out covers all of
 // its base (same sizes, strides and offset, so the base's gradients are the view's); else null.
-std::shared_ptr<torch::autograd::Node> copy_slices_of(
-    const at::Tensor& out, const std::shared_ptr<torch::autograd::Node>& fn) {
+NodePtr copy_slices_of(const at::Tensor& out, const NodePtr& fn) {
   if (!out.is_view() || fn->num_inputs() == 0 || fn->next_edges().empty()) return nullptr;
   const at::TensorBase& base = out._base();
   const auto& base_fn = base.grad_fn();
@@ -414,7 +418,7 @@ std::shared_ptr<torch::autograd::Node> copy_slices_of(
   // Node::name() is the demangled C++ type: "torch::autograd::CopySlices".
   const std::string kind = base_fn->name();
   if (kind.size() < 10 || kind.compare(kind.size() - 10, 10, "CopySlices") != 0) return nullptr;
-  if (fn->next_edge(0).function != base_fn) return nullptr;
+  if (fn->next_edge(0).function.get() != base_fn.get()) return nullptr;
   if (base.sizes() != out.sizes() || base.strides() != out.strides() ||
       base.storage_offset() != out.storage_offset())
     return nullptr;

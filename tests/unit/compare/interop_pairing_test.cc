@@ -121,3 +121,34 @@ TEST(CompareDumps, InplaceModuleInputRecordedAfterTheOpIsExcused) {
 }
 
 }  // namespace
+
+namespace {
+
+// msprobe on torch 2.x records an in-place relu_'s backward output as its incoming gradient. The
+// row is excused when the forward ran in place (by name or by an `inplace` argument), and only
+// then.
+TEST(CompareDumps, InplaceBackwardRecordedAsItsIncomingGradientIsExcused) {
+  const std::string grad_in = tensor(1, -1, 0.1, 3), masked = tensor(1, -1, 0.05, 2);
+  auto entries = [&](const std::string& fwd_inplace, const std::string& out) {
+    return "\"Functional.relu.0.forward\": {\"input_args\": [" + kT +
+           "], \"input_kwargs\": {\"inplace\": {\"type\": \"bool\", \"value\": " + fwd_inplace +
+           "}}, \"output\": [" + kT + "]}, \"Functional.relu.0.backward\": {\"input\": [" +
+           grad_in + "], \"output\": [" + out + "]}";
+  };
+  for (const char* inplace : {"true", "false"}) {
+    std::string a = scratch_dir("passthrough_a"), b = scratch_dir("passthrough_b");
+    std::filesystem::create_directories(a + "/step0/rank");
+    std::filesystem::create_directories(b + "/step0/rank");
+    write_file(a + "/step0/rank/dump.json", dump(entries(inplace, masked)));
+    write_file(b + "/step0/rank/dump.json", dump(entries(inplace, grad_in)));
+    CompareReport r = compare_dumps(a, b);
+    ASSERT_EQ(r.pairs.size(), 1u);
+    size_t excused = 0;
+    for (const RowResult& row : r.pairs[0].rows) excused += row.excused;
+    const bool in_place = std::string(inplace) == "true";
+    EXPECT_EQ(excused, in_place ? 1u : 0u) << inplace;
+    EXPECT_EQ(r.pairs[0].first_divergence.has_value(), !in_place) << inplace;
+  }
+}
+
+}  // namespace

@@ -194,6 +194,28 @@ TEST(Judgement, StructureArgumentsAndDtypeAreFindingsInExecutionOrder) {
   EXPECT_EQ(p.first_divergence->entry, p.suspects[0].entry);
 }
 
+// An entry only one run has is the divergence when its output reaches a consumer whose inputs then
+// differ (a dropout left active), and no finding when the consumer's inputs agree: one dumping
+// tool records a call (Tensor.reshape) the other does not.
+TEST(Judgement, AnEntryOnlyOneRunHasCountsWhenItChangesWhatFollows) {
+  T r = y;
+  r.max = 2;  // the reshaped tensor's statistics are its own (another key than gelu's output)
+  auto g = golden_run();
+  g[1].in[0] = r;
+  auto recorded_once = g;
+  recorded_once.insert(recorded_once.begin() + 1, E{"Tensor.reshape.0.forward", {y}, {r}});
+  CompareReport r1;
+  EXPECT_FALSE(compare("recorded_once", recorded_once, g, r1).first_divergence);
+
+  T dropped = r;
+  dropped.norm *= 1.25;  // a dropout left active
+  auto t = g;
+  t.insert(t.begin() + 1, E{"Functional.dropout.0.forward", {r}, {dropped}});
+  t[2].in[0] = dropped;
+  CompareReport r2;
+  expect_first(compare("dropout", t, g, r2), "Functional.dropout.0.forward", "structure_differs");
+}
+
 TEST(Judgement, MeanAndNormWithinStatisticsPrecisionAreNoEvidence) {
   auto t = golden_run();
   t[0].in[0].norm *= 1 + 2e-7;  // another dumper's fp32 sum; Max and Min equal

@@ -49,6 +49,22 @@ TEST(Noise, MaxAndNormAreScaled) {
   EXPECT_NEAR(row_discrepancy(a, c), 0.5 / 10.5, 1e-12);
 }
 
+// msprobe sums fp32 tensors in fp32 (its Mean and Norm are float32 values), numprobe in float64:
+// on a 55,296-element weight the two Norms of one tensor differ by ~6e-7 relative (ResNet's
+// conv weights, msprobe 26 on torch 2.14). That much is allowed between an fp32 and a float64 sum,
+// not between two float64 sums.
+TEST(Noise, Fp32SumsAgainstFloat64SumsAllowTheFp32SumsError) {
+  const std::vector<int64_t> shape = {96, 576, 1, 1};
+  const double norm64 = 34.15684290123456789;
+  const double norm32 = static_cast<float>(norm64 * (1 + 6e-7));
+  const double mean32 = static_cast<float>(-0.000366444209);
+  auto numprobe_row = tensor_row(0.61, -0.59, -0.000366444209145983, norm64, shape);
+  auto msprobe_row = tensor_row(0.61, -0.59, mean32, norm32, shape);
+  EXPECT_EQ(row_discrepancy(numprobe_row, msprobe_row), 0);
+  auto other_float64 = tensor_row(0.61, -0.59, -0.000366444209145983, norm64 * (1 + 6e-7), shape);
+  EXPECT_GT(row_discrepancy(numprobe_row, other_float64), 5e-7);
+}
+
 TEST(Noise, ShapeKindScalarAndNonFiniteMismatchesAreInfinite) {
   const double inf = std::numeric_limits<double>::infinity();
   auto a = tensor_row(2, -1, 0, 10, {4});
