@@ -3,7 +3,7 @@
 A fault is a string; the model's code asks `fault.on("name")` where the fault would live, so the
 golden run (no fault) and the target run execute the same code everywhere else. Faults that must
 change data without any captured op (an uncaptured kernel, an in-place write through another
-library) write through numpy views (`Tensor.numpy` is not an API for the dumper).
+library) write through numpy views (the `Tensor.numpy` call is recorded: it is in msprobe's API set; the write is not).
 """
 import math
 

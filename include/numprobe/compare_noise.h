@@ -10,15 +10,17 @@ namespace numprobe {
 // |dMax| and |dMin| over the tensor's magnitude, |dMean| over its RMS, |dNorm| over its norm.
 // 0 when identical or for a non-tensor argument against null (not recorded); +inf when the kinds,
 // shapes or non-finite values disagree, or scalars differ.
-// Mean/Norm differences up to kStatisticsPrecision with Max and Min equal count as none: two
-// dumpers summing the same fp32 tensor in fp32 and in float64 differ that much. Where one side's
-// Mean and Norm are fp32 values and the other's are not (an msprobe dump against a numprobe dump),
-// the fp32 sum's own error over the tensor's n elements is allowed: sqrt(n) fp32 ulps (msprobe's
-// Norm of a 1.18M-element fp32 weight is 1.3e-5 relative off the float64 one; the bound is 1.3e-4).
+// Mean/Norm differences that summation alone explains, with Max and Min equal, count as none:
+// between a side summed in fp32 (its Mean and Norm are float32 values: msprobe) and one summed in
+// float64 (numprobe), sqrt(n) fp32 ulps for a tensor of n elements (msprobe's Norm of a
+// 1.18M-element weight is 1.3e-5 relative off the float64 one; the bound is 1.3e-4); between two
+// fp32 sums kStatisticsPrecision; between two float64 sums kFloat64SumPrecision.
 double row_discrepancy(const CompareRow& target, const CompareRow& golden);
 
-// Relative difference of a Mean or Norm that summation precision alone explains: 4 fp32 ulps.
+// Relative difference of a Mean or Norm that summation order alone explains: 4 fp32 ulps between
+// two fp32 sums, 1e-12 between two float64 sums (numprobe splits large tensors over threads).
 inline constexpr double kStatisticsPrecision = 4.0 / (1 << 23);
+inline constexpr double kFloat64SumPrecision = 1e-12;
 
 // The relative difference that rounding alone can produce for an op computing in `dtype`: the
 // TF32/fp16 noise floor 2^-10 (fp32 matmuls and convolutions run in TF32/HF32 on current GPUs and

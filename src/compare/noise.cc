@@ -24,11 +24,15 @@ bool fp32_value(double v) {
   return std::isfinite(v) && static_cast<double>(static_cast<float>(v)) == v;
 }
 
-// Whether one row's Mean and Norm were summed in fp32 and the other's in a wider type.
-bool sums_of_different_precision(const CompareRow& t, const CompareRow& g) {
+// The relative Mean/Norm difference that summation alone explains for one tensor of n elements,
+// from the precision each side summed in: a side whose Mean and Norm are both float32 values
+// summed in fp32 (msprobe), the other in float64 (numprobe).
+double summation_allowance(const CompareRow& t, const CompareRow& g, double n) {
   const bool t32 = fp32_value(t.mean.v) && fp32_value(t.norm.v);
   const bool g32 = fp32_value(g.mean.v) && fp32_value(g.norm.v);
-  return t32 != g32;
+  if (t32 != g32) return std::max(kStatisticsPrecision, std::sqrt(n) / (1 << 23));
+  if (t32) return kStatisticsPrecision;  // two fp32 sums: their order may differ
+  return kFloat64SumPrecision;           // two float64 sums: threads may split them differently
 }
 
 }  // namespace
@@ -70,10 +74,7 @@ double row_discrepancy(const CompareRow& t, const CompareRow& g) {
   const double extremes =
       std::max(rel(t.max.v, g.max.v, magnitude), rel(t.min.v, g.min.v, magnitude));
   double sums = std::max(rel(t.mean.v, g.mean.v, rms), rel(t.norm.v, g.norm.v, norm));
-  double allowed = kStatisticsPrecision;
-  if (t.element_type == DType::kF32 && sums_of_different_precision(t, g))
-    allowed = std::max(allowed, std::sqrt(n) / (1 << 23));
-  if (extremes == 0 && sums <= allowed) sums = 0;
+  if (extremes == 0 && sums <= summation_allowance(t, g, n)) sums = 0;
   return std::max(extremes, sums);
 }
 

@@ -53,8 +53,7 @@ def numprobe_dump(numprobe_dumps, model, level):
     return cache[(model, level)]
 
 
-CASES = [("resnet18", "mix"), ("mobilenet", "mix"), ("transformer", "mix"), ("lstm", "mix"),
-         ("resnet18", "L1"), ("transformer", "L1")]
+CASES = [(m, lv) for lv in ("mix", "L1") for m in ("resnet18", "mobilenet", "transformer", "lstm")]
 
 
 @pytest.mark.skipif(not ON_FIXTURE_TORCH, reason="the msprobe goldens were dumped with torch 1.13")

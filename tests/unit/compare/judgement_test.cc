@@ -216,11 +216,23 @@ TEST(Judgement, AnEntryOnlyOneRunHasCountsWhenItChangesWhatFollows) {
   expect_first(compare("dropout", t, g, r2), "Functional.dropout.0.forward", "structure_differs");
 }
 
+// msprobe sums fp32 tensors in fp32: its Mean and Norm are float32 values a little off numprobe's
+// float64 ones. That alone, with Max and Min equal, is no evidence; the same difference between two
+// float64 sums is (a weight filter scaled by 1+1e-4 moves a Norm that little).
 TEST(Judgement, MeanAndNormWithinStatisticsPrecisionAreNoEvidence) {
-  auto t = golden_run();
-  t[0].in[0].norm *= 1 + 2e-7;  // another dumper's fp32 sum; Max and Min equal
+  auto g = golden_run();
+  g[0].in[0].mean = 0.1000000000000123;  // float64 sums: not float32 values
+  g[0].in[0].norm = 5.0000000000000711;
+  auto msprobe = g;
+  msprobe[0].in[0].mean = 0.10000000149011612;  // the float32 values nearest g's x (1 + 2e-7)
+  msprobe[0].in[0].norm = 5.0000009536743164;
   CompareReport r;
-  EXPECT_FALSE(compare("precision", t, golden_run(), r).first_divergence);
+  EXPECT_FALSE(compare("precision", msprobe, g, r).first_divergence);
+  auto numprobe = g;
+  numprobe[0].in[0].norm *= 1 + 2e-7;
+  CompareReport r2;
+  expect_first(compare("precision64", numprobe, g, r2), "Functional.gelu.0.forward",
+               "inputs_already_differ");
 }
 
 }  // namespace
