@@ -17,11 +17,14 @@ BENCH = ROOT / "bench" / "diagnosis"
 sys.path.insert(0, str(BENCH))
 import suite  # noqa: E402
 
-FAULTS = {  # name: expected reason
-    "silent_rescale": "inputs_already_differ",
-    "extra_dropout": "structure_differs",
-    "grad_scale": "inputs_already_differ",
-    "lstm_weight_row": "parameters_differ",
+FAULTS = {  # name: expected reasons
+    # The write through numpy shows at the Tensor.numpy call (in msprobe's API set, so recorded)
+    # or at the first consumer.
+    "silent_rescale": ("inputs_already_differ", "parameters_differ"),
+    "extra_dropout": ("structure_differs",),
+    # The custom backward's `g * s` is recorded where it runs: its scale argument differs.
+    "grad_scale": ("inputs_already_differ", "args_differ"),
+    "lstm_weight_row": ("parameters_differ",),
 }
 NOISE = {"gpt_tf32": {"tf32": True}, "gpt_threads": {"threads": 2}}
 
@@ -70,7 +73,7 @@ def test_fault_is_named(dumps, tmp_path, name):
     fd = pair["first_divergence"]
     assert fd is not None, stdout
     assert fd["entry"] in fault.accept, (fd, fault.accept)
-    assert fd["reason"] == FAULTS[name]
+    assert fd["reason"] in FAULTS[name], fd
     assert pair["suspects"][0]["entry"] == fd["entry"] and len(pair["suspects"]) <= 5
     assert pair["regime"] == "bitwise"  # everything before the fault agreed bit for bit
     assert f"first divergence: {fd['entry']}" in stdout

@@ -63,7 +63,7 @@ def test_numprobe_and_msprobe_dumps_pair_row_for_row(numprobe_dumps, tmp_path, m
     there is no first divergence. numprobe's extra rows are only the documented kinds."""
     np_dump = numprobe_dump(numprobe_dumps, model, level)
     assert assert_pairs_row_for_row(np_dump, INTEROP / f"{model}_{level}", tmp_path,
-                                    NUMPROBE_ONLY_ROWS_TORCH1) > 100
+                                    NUMPROBE_ONLY_ROWS_TORCH1) >= 100
 
 
 @pytest.mark.skipif(not ON_FIXTURE_TORCH, reason="the msprobe goldens were dumped with torch 1.13")
