@@ -85,6 +85,8 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).split(d, dim=2)
         q, k, v = (z.reshape(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
         scale = 1.0 / math.sqrt(hd)
+        if f.on("gpt_no_sqrt_d") and i == 0:
+            scale = 1.0  # held out: scores not divided by sqrt(head dim)
         if f.on("attn_scale") and i == 1:
             scale *= 1 + 1e-4  # a rescale that only shows in one op's scalar argument
         att = torch.matmul(q, k.transpose(-2, -1)) * scale
@@ -105,6 +107,8 @@ class Attention(nn.Module):
             p = F.softmax(att, dim=-1)
         if f.on("extra_dropout") and i == 1:
             p = F.dropout(p, p=0.1, training=True)
+        if f.on("gpt_attn_detach") and i == 1:
+            p = p.detach()  # held out: no gradient to q and k (detach is not in the API set)
         y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
         if f.on("bf16_roundtrip") and i == 0:
             y = y.to(torch.bfloat16).to(torch.float32)
@@ -138,9 +142,14 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(d, eps=1e-3 if fault.on("ln_eps") and index == 0 else 1e-5)
         self.mlp = Mlp(d, fault, index)
         self.ext = ExtScale(fault) if index == 1 else None
+        if fault.on("gpt_ln_no_bias") and index == 1:
+            self.ln1.bias = None  # held out: LayerNorm with weight only (torch >= 2.1's bias=False)
+        self.fault, self.index = fault, index
 
     def forward(self, x):
-        x = x + self.attn(self.ln1(x))
+        a = self.attn(self.ln1(x))
+        # held out: the attention residual of block 0 dropped
+        x = a if self.fault.on("gpt_residual_drop") and self.index == 0 else x + a
         x = x + self.mlp(self.ln2(x))
         return self.ext(x) if self.ext is not None else x
 
@@ -148,7 +157,8 @@ class Block(nn.Module):
 class Gpt(nn.Module):
     def __init__(self, fault, vocab=96, d=48, heads=4, layers=2, ctx=16):
         super().__init__()
-        self.tok = nn.Embedding(vocab, d)
+        # held out: scale_grad_by_freq=True changes only the embedding's backward
+        self.tok = nn.Embedding(vocab, d, scale_grad_by_freq=fault.on("gpt_emb_freq"))
         self.pos = nn.Embedding(ctx, d)
         self.blocks = nn.ModuleList([Block(d, heads, fault, i) for i in range(layers)])
         self.ln = nn.LayerNorm(d)
@@ -174,7 +184,10 @@ def gpt_batch(fault):
 def gpt_loss(model, batch, fault):
     idx, target = batch
     logits = model(idx)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+    if fault.on("gpt_loss_x2"):
+        loss = loss * 2  # held out: loss scaled by 2
+    return loss
 
 
 def gpt_tamper(model, fault):
@@ -184,6 +197,11 @@ def gpt_tamper(model, fault):
             scale_silently(model.blocks[0].mlp.fc1.weight, 1 + 1e-4, rows=3)
         if fault.on("pos_weights"):
             scale_silently(model.pos.weight, 1 + 1e-3)
+        if fault.on("gpt_proj_transposed"):
+            # held out: block 0's square attention projection loaded transposed (an (in, out)
+            # checkpoint layout read as (out, in))
+            a = model.blocks[0].attn.proj.weight.numpy(force=True)
+            a[...] = a.T.copy()
 
 
 def gpt_grad_fault(model, fault):
@@ -197,7 +215,8 @@ class LstmLm(nn.Module):
     def __init__(self, fault, vocab=80, d=32, h=48):
         super().__init__()
         self.fault = fault
-        self.emb = nn.Embedding(vocab, d)
+        # held out: padding_idx=0 while token 0 is a real token (its row zeroed, no gradient)
+        self.emb = nn.Embedding(vocab, d, padding_idx=0 if fault.on("lstm_padding_idx") else None)
         self.lstm = nn.LSTM(d, h, num_layers=2, batch_first=True,
                             dropout=0.2 if fault.on("lstm_dropout") else 0.0)
         self.head = nn.Linear(h, vocab)
@@ -211,6 +230,9 @@ class LstmLm(nn.Module):
             scale_silently(e, 1 + 1e-3)
         out, _ = self.lstm(e)
         out = GradScale.apply(out, 1 + 1e-3 if f.on("lstm_grad_scale") else 1.0)
+        if f.on("lstm_grad_clamp"):
+            # held out: a gradient hook clamping the LSTM output's gradient to +-1e-3 (too tight)
+            out.register_hook(lambda g: g.clamp(-1e-3, 1e-3))
         if f.on("lstm_relu"):
             out = torch.relu(out)
         return self.head(out)
@@ -222,6 +244,8 @@ def lstm_batch(fault):
     y = torch.randint(0, 80, (3, 12), generator=g)
     if fault.on("lstm_batch"):
         x[0, 4] = (x[0, 4] + 7) % 80
+    if fault.on("lstm_label_off"):
+        y[1, 3] = (y[1, 3] + 1) % 80  # held out: one label off by one
     return x, y
 
 
@@ -240,6 +264,10 @@ def lstm_tamper(model, fault):
             scale_silently(model.lstm.weight_hh_l1, 1 + 1e-4, rows=5)
         if fault.on("head_bias"):
             model.head.bias.add_(1e-3)
+        if fault.on("lstm_forget_bias"):
+            # held out: forget-gate bias +1 added to bias_ih_l0 by a checkpoint converter (gates
+            # i, f, g, o: rows 48..95)
+            model.lstm.bias_ih_l0[48:96].add_(1.0)
 
 
 def lstm_grad_fault(model, fault):
@@ -259,6 +287,15 @@ def make_resnet(fault):
         m.fc = nn.Sequential(nn.Dropout(0.2), m.fc)
     if fault.on("avgpool_max"):
         m.avgpool = nn.AdaptiveMaxPool2d((1, 1))
+    if fault.on("resnet_bn_eval"):
+        m.layer1[1].bn1.eval()  # held out: one BatchNorm on running statistics
+    if fault.on("resnet_pad_reflect"):
+        m.layer1[0].conv1.padding_mode = "reflect"  # held out: F.pad(reflect) then conv2d
+    if fault.on("resnet_shortcut_detach"):
+        # held out: layer2.1's shortcut detached (the forward is the same, the backward loses
+        # the shortcut's gradient)
+        import types
+        m.layer2[1].forward = types.MethodType(basic_block_detached, m.layer2[1])
     if fault.on("layer4_bf16"):
         # layer4 under bf16 autocast in the target only (hooks keep the module names unchanged).
         state = {}
@@ -291,6 +328,17 @@ def make_resnet(fault):
     return m
 
 
+def basic_block_detached(self, x):
+    """torchvision's BasicBlock.forward with the identity detached."""
+    identity = x.detach()
+    out = self.relu(self.bn1(self.conv1(x)))
+    out = self.bn2(self.conv2(out))
+    if self.downsample is not None:
+        identity = self.downsample(x)
+    out += identity
+    return self.relu(out)
+
+
 def resnet_batch(fault):
     g = torch.Generator().manual_seed(5)
     x = torch.randn(2, 3, 64, 64, generator=g)
@@ -315,6 +363,17 @@ def resnet_grad_fault(model, fault):
     if fault.on("bn_weight_decay"):
         w = model.bn1.weight  # weight decay on a norm weight that should have none
         w.grad.add_(w.detach() * 0.05)
+    if fault.on("resnet_clip_norm"):
+        # held out: clip_grad_norm_ max_norm 1.0 where the golden's threshold (100) is never
+        # reached (the gradient norm is about 51); clipping by 1.0 is exact in torch 1.13
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+
+
+def make_optimizer(model, fault):
+    """SGD lr 0.01 in every run; the held-out optimizer faults change one hyper-parameter."""
+    return torch.optim.SGD(model.parameters(), lr=0.01,
+                           momentum=0.9 if fault.on("lstm_momentum") else 0.0,
+                           weight_decay=0.01 if fault.on("gpt_weight_decay") else 0.0)
 
 
 MODELS = {

@@ -2,8 +2,9 @@
 `steps` SGD steps under numprobe's PrecisionDebugger (level mix) and writes the dump.
 
 usage: run_one.py --model gpt --fault gelu_tanh --mode statistics --out DIR [--steps 2]
-                  [--threads N] [--bf16] [--tf32]
-Noise knobs: --threads (reduction order), --bf16 (autocast on the forward), --tf32 (matmul,
+                  [--threads N] [--bf16] [--tf32] [--deterministic]
+Noise knobs: --threads (reduction order), --bf16 (autocast on the forward), --deterministic
+(torch.use_deterministic_algorithms), --tf32 (matmul,
 linear and convolution inputs rounded to TF32's 10-bit mantissa inside the op: the dump sees
 the op's true inputs and an output computed from rounded ones, as on a GPU with TF32 on).
 The BLAS build is chosen by the caller's LD_LIBRARY_PATH. Each run is its own process so that
@@ -56,15 +57,18 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--tf32", action="store_true")
+    ap.add_argument("--deterministic", action="store_true")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
+    if a.deterministic:
+        torch.use_deterministic_algorithms(True)
     fault = models.Fault(a.fault)
     make, batch, loss_of, tamper, grad_fault = models.MODELS[a.model]
     torch.manual_seed(1234)
     model = make(fault)
     tamper(model, fault)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt = models.make_optimizer(model, fault)
     data = batch(fault)
 
     cfg = {"task": "tensor" if a.mode == "tensor" else "statistics", "level": "mix",

@@ -10,7 +10,8 @@ Rule for "right" (bench/diagnosis/README.md): the answer names
   wrong, a gradient changed before the optimizer): the first captured entry that consumes the
   changed data, in the step where it is first visible (`step`).
 Counters name the call (`Functional.gelu.1` = the second gelu of the step); `check_truth` in the
-driver verifies that every accepted name exists in the target or golden dump.
+driver verifies that at least one accepted name exists in the target or golden dump (and, for the
+held-out set, notes the accepted names that neither dump has).
 """
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ class Fault:
     kind: str  # small | structural | data | other
     where: str  # forward | backward | optimizer
     accept: list
-    split: str  # tune | eval: the judgement is tuned on `tune` only
+    split: str  # tune | eval: the judgement is tuned on `tune` only; held: added afterwards, never tuned on
     steps: int = 1
     step: int = 0  # the step in which the fault is first visible
     note: str = ""
@@ -46,7 +47,8 @@ class Noise:
     target: dict = field(default_factory=dict)
     env: str = ""  # "blas": target runs with Debian's reference BLAS
     steps: int = 2
-    held_out: bool = False  # added after tuning
+    split: str = "tune"  # tune: looked at while tuning; late: added after the tuning of issue 15;
+    # held: the held-out set, added after the judgement was frozen and never tuned on
 
 
 FAULTS = [
@@ -184,9 +186,98 @@ NOISE += [
 ]
 # Added after the judgement was tuned on the pairs above: held out, never looked at while tuning.
 NOISE += [
-    Noise("resnet_tf32_threads", "resnet", {}, {"tf32": True, "threads": 2}, held_out=True),
-    Noise("gpt_tf32_blas", "gpt", {}, {"tf32": True}, env="blas", held_out=True),
+    Noise("resnet_tf32_threads", "resnet", {}, {"tf32": True, "threads": 2}, split="late"),
+    Noise("gpt_tf32_blas", "gpt", {}, {"tf32": True}, env="blas", split="late"),
     Noise("lstm_bf16_threads", "lstm", {"bf16": True, "threads": 1}, {"bf16": True, "threads": 2},
-          held_out=True),
-    Noise("lstm_same", "lstm", held_out=True),
+          split="late"),
+    Noise("lstm_same", "lstm", split="late"),
+]
+
+# ---- The held-out set ------------------------------------------------------------------------
+# Added after the judgement in src/compare/ was frozen; nobody tuned on these. Each truth was
+# written before the first compare of the pair and follows the rule at the top of this file.
+# Entries that a fault removes from the target (a residual add, a BatchNorm's counter update)
+# are named by the golden's counter.
+FAULTS += [
+    # GPT
+    Fault("gpt_no_sqrt_d", "gpt", "other", "forward", op("Tensor.__mul__.0"), "held",
+          note="attention scores of block 0 not divided by sqrt(head dim): the scale argument of "
+          "the `* scale` is 1.0"),
+    Fault("gpt_residual_drop", "gpt", "structural", "forward",
+          op("Tensor.__add__.1") + mod("Module.blocks.0.Block"), "held",
+          note="block 0's attention residual dropped (x = attn(ln1(x))): the removed add, or the "
+          "Block whose own computation changed"),
+    Fault("gpt_ln_no_bias", "gpt", "structural", "forward",
+          op("Functional.layer_norm.2") + mod("Module.blocks.1.ln1.LayerNorm"), "held",
+          steps=2, step=0,
+          note="block 1's ln1 without bias (weight only): at step 0 the bias argument is None "
+          "instead of a zero tensor (values equal until the golden's bias trains)"),
+    Fault("gpt_loss_x2", "gpt", "other", "forward", op("Tensor.__mul__.4"), "held",
+          note="loss multiplied by 2: the added `loss * 2` (the fifth __mul__ of the step)"),
+    Fault("gpt_proj_transposed", "gpt", "data", "forward",
+          op("Functional.linear.1") + mod("Module.blocks.0.attn.proj.Linear"), "held",
+          note="block 0's square attention projection weight loaded transposed: first consumer"),
+    Fault("gpt_emb_freq", "gpt", "other", "backward",
+          op("Functional.embedding.0") + mod("Module.tok.Embedding"), "held",
+          note="token embedding with scale_grad_by_freq=True: changes only its weight gradient "
+          "(the forward shows it as an argument)"),
+    Fault("gpt_attn_detach", "gpt", "other", "backward",
+          op("Torch.matmul.3") + op("Functional.softmax.1", ("backward",))
+          + mod("Module.blocks.1.attn.Attention"), "held",
+          note="block 1's attention probabilities detached before `p @ v` (detach is not "
+          "recorded): the matmul or the softmax on either side of it, or the Attention module"),
+    Fault("gpt_weight_decay", "gpt", "other", "optimizer",
+          op("Functional.embedding.0") + mod("Module.tok.Embedding"), "held", steps=2, step=1,
+          note="SGD weight_decay 0.01 instead of 0: every parameter differs at step 1; first "
+          "consumer"),
+    # LSTM
+    Fault("lstm_padding_idx", "lstm", "structural", "forward",
+          op("Functional.embedding.0") + mod("Module.emb.Embedding"), "held",
+          note="padding_idx=0 although token 0 occurs in the batch (row 0 zeroed, padding_idx "
+          "argument)"),
+    Fault("lstm_label_off", "lstm", "data", "forward", op("Functional.nll_loss.0"), "held",
+          note="one label of the batch off by one: first consumer. Written as nll_loss before the "
+          "first run; the labels' first captured consumer is in fact `y.reshape(-1)` "
+          "(Tensor.reshape.1), which compare names. Kept as written (README: held-out set)"),
+    Fault("lstm_forget_bias", "lstm", "data", "forward",
+          op("VF.lstm.0") + mod("Module.lstm.LSTM"), "held",
+          note="forget-gate bias +1 in bias_ih_l0 (a converter adding Keras' forget bias): first "
+          "consumer"),
+    Fault("lstm_grad_clamp", "lstm", "other", "backward",
+          op("Tensor.clamp.0", ("forward",)) + op("Tensor.__mul__.0", ("forward",)), "held",
+          note="a tensor hook clamping the LSTM output's gradient to +-1e-3: the added clamp "
+          "(recorded inside backward), or its first consumer, GradScale's `g * s`. Seen after the "
+          "first run: a clamp inside a tensor hook is not recorded, so only the `g * s` exists"),
+    Fault("lstm_momentum", "lstm", "other", "optimizer",
+          op("Functional.embedding.0") + mod("Module.emb.Embedding"), "held", steps=3, step=2,
+          note="SGD momentum 0.9 instead of 0: equal updates in the first step, the parameters "
+          "differ from step 2; first consumer"),
+    # ResNet-18
+    Fault("resnet_bn_eval", "resnet", "structural", "forward",
+          op("Functional.batch_norm.3") + mod("Module.layer1.1.bn1.BatchNorm2d")
+          + op("Tensor.add_.3", ("forward",)), "held",
+          note="layer1.1.bn1 in eval mode (running statistics, training=False): the batch_norm, "
+          "its module, or its num_batches_tracked update that the target no longer makes"),
+    Fault("resnet_pad_reflect", "resnet", "structural", "forward",
+          op("Functional.pad.0") + op("Functional.conv2d.1") + mod("Module.layer1.0.conv1.Conv2d"),
+          "held", note="layer1.0.conv1 with padding_mode='reflect': the added pad, the conv, or "
+          "its module"),
+    Fault("resnet_shortcut_detach", "resnet", "other", "backward",
+          mod("Module.layer2.1.BasicBlock") + op("Tensor.__iadd__.3")
+          + op("Functional.relu.6", ("backward",))
+          + mod("Module.layer2.0.relu.ReLU", ("backward",), (0, 1)), "held",
+          note="layer2.1's identity shortcut detached (forward equal): the block, its `out += "
+          "identity`, or the first consumer of the block's input gradient (layer2.0's last relu)"),
+    Fault("resnet_clip_norm", "resnet", "other", "optimizer",
+          op("Functional.conv2d.0") + mod("Module.conv1.Conv2d"), "held", steps=2, step=1,
+          note="clip_grad_norm_ max_norm 1.0 instead of 100 (the norm is about 51): first "
+          "consumer at step 1"),
+]
+NOISE += [
+    Noise("gpt_deterministic", "gpt", {}, {"deterministic": True}, split="held"),
+    Noise("resnet_threads3", "resnet", {"threads": 1}, {"threads": 3}, split="held"),
+    Noise("gpt_bf16_threads3", "gpt", {"bf16": True, "threads": 1}, {"bf16": True, "threads": 3},
+          split="held"),
+    Noise("lstm_deterministic_threads3", "lstm", {"threads": 1},
+          {"threads": 3, "deterministic": True}, split="held"),
 ]
