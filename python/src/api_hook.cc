@@ -167,6 +167,11 @@ bool dropout_without_backward(ApiInfo& api, PyObject* args, PyObject* kwargs) {
 
 }  // namespace
 
+bool capture_dumping() {
+  TorchCapture* cap = TorchCapture::active();
+  return cap && cap->dumping();
+}
+
 PyObject* record_call(ApiInfo& api, PyObject* func, PyObject* args, PyObject* kwargs,
                       CallPath path) {
   TorchCapture* cap = TorchCapture::active();

@@ -57,6 +57,10 @@ enum class CallPath {
 PyObject* record_call(ApiInfo& api, PyObject* func, PyObject* args, PyObject* kwargs,
                       CallPath path);
 
+// Whether a call now may be recorded: a capture is active and dumping on this step. False lets an
+// API site call straight through, with no allocation (sites stay installed between captures).
+bool capture_dumping();
+
 // Defines the module functions of the API hook on numprobe._C: set_api_names, set_api_defaults,
 // set_api_resolver, set_transparent, set_internal_callers, call_api, api_site, and the
 // torch_function / torch_function_method attributes.

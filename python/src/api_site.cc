@@ -1,8 +1,9 @@
 // API sites (api_hook.h): C callables debugger.py installs over msprobe-listed attributes of
 // torch.Tensor (its operators), torch.nn.functional and torch (their Python functions) while
-// capture runs. A site records the call through record_call with the caller's own arguments and
-// name; the torch dispatch it makes inside is then part of the recorded call, so nothing is
-// recorded twice. Outside capture (or inside another recorded API) it only calls through.
+// capture is armed (from the first start() to close()). A site records the call through
+// record_call with the caller's own arguments and name; the torch dispatch it makes inside is then
+// part of the recorded call, so nothing is recorded twice. Outside a dumping step (or inside
+// another recorded API) it only calls through.
 //
 // On a class a site binds like a function (a.__add__ is a bound method), and Python's operator
 // slots find it: `a + b` calls Tensor.__add__'s site with (a, b).
@@ -23,6 +24,8 @@ struct ApiSiteObject {
 
 PyObject* site_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* names) {
   auto* site = reinterpret_cast<ApiSiteObject*>(self);
+  // Between captures a site only calls through, without building a tuple.
+  if (!capture_dumping()) return PyObject_Vectorcall(site->original, args, nargsf, names);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   // record_call takes a tuple and a dict (the form the mode receives); a site's callers are
   // Python code, whose arguments are few.

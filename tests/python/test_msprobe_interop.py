@@ -207,3 +207,29 @@ d.stop(); d.step(); d.close()
     assert p.returncode == 0, p.stderr
     data = entries(rank_dir(tmp_path / "d" / "step0"))
     assert "Torch.zeros_like.0.forward" in data and "Torch.ones.0.forward" in data, sorted(data)
+
+
+def test_api_sites_stay_armed_until_close_and_record_only_dumping_steps(tmp_path):
+    """Sites go on at the first start() and come off at close(), leaving torch's own attributes;
+    between start/stop pairs they call through and record nothing."""
+    code = f"""
+import sys, torch, torch.nn.functional as F
+sys.path.insert(0, {str(PYDIR)!r})
+import numprobe
+add, ln = torch.Tensor.__add__, F.layer_norm
+d = numprobe.PrecisionDebugger(dump_path={str(tmp_path / 'd')!r}, level='L1')
+a = torch.ones(3)
+d.start(); b = a + a; d.stop()
+assert torch.Tensor.__add__ is not add and type(F.layer_norm).__name__ == "ApiSite"
+c = a + a  # between captures: not recorded
+d.step()
+d.start(); b = a + a; d.stop(); d.step()
+d.close()
+assert torch.Tensor.__add__ is add and F.layer_norm is ln, (torch.Tensor.__add__, F.layer_norm)
+assert "__add__" not in vars(torch.Tensor)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    for step in (0, 1):
+        data = entries(rank_dir(tmp_path / "d" / f"step{step}"))
+        assert list(data) == ["Tensor.__add__.0.forward"], (step, list(data))
