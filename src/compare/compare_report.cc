@@ -311,12 +311,14 @@ void write_suspect(format::PyJsonWriter& w, const PairResult& p, const FirstDive
   w.string_value(f.row);
   w.key("direction");
   w.string_value(f.direction);
-  w.key("module");
-  if (f.module.empty()) {
-    w.null_value();
-  } else {
-    w.string_value(f.module);
-  }
+  auto text_or_null = [&](const char* k, const std::string& v) {
+    w.key(k);
+    if (v.empty())
+      w.null_value();
+    else
+      w.string_value(v);
+  };
+  text_or_null("module", f.module);
   w.key("reason");
   w.string_value(f.reason);
   auto number = [&](const char* k, double v) {
@@ -329,16 +331,11 @@ void write_suspect(format::PyJsonWriter& w, const PairResult& p, const FirstDive
   number("input_discrepancy", f.input_discrepancy);
   number("output_discrepancy", f.output_discrepancy);
   number("tolerance", f.tolerance);
-  // The same in units of the floor's dtype: fp32 ulps (2^-23) make small numbers readable.
+  // The same in fp32 ulps (2^-23), whatever the tensors' dtype: small numbers made readable.
   constexpr double kUlp = 1.0 / (1 << 23);
   number("input_discrepancy_ulps", f.input_discrepancy / kUlp);
   number("output_discrepancy_ulps", f.output_discrepancy / kUlp);
-  w.key("source");
-  if (f.source.empty()) {
-    w.null_value();
-  } else {
-    w.string_value(f.source);
-  }
+  text_or_null("source", f.source);
   w.key("op_class");
   w.string_value(f.op_class);
   w.key("regime");
