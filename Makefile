@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz check-format format bench bench-diagnosis install clean
+.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz check-format check-includes format bench bench-diagnosis install clean
 
 all: build
 
@@ -44,7 +44,7 @@ demo: build
 	$(BIN) compare -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/capture/compare
 
 test: build
-	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz check-format
+	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz check-format check-includes
 	@echo "make test: all suites passed"
 
 test-unit:
@@ -85,6 +85,11 @@ test-fuzz: setup
 check-format:
 	@files=$$(git ls-files '*.cc' '*.h' '*.cu'); \
 	  clang-format --dry-run --Werror $$files && echo "clang-format: clean"
+
+# Public headers include only public headers; each src/ folder includes only the floors below it
+# (scripts/check_includes.py, docs/architecture.md). Also a ctest.
+check-includes:
+	@$(PY) scripts/check_includes.py
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.cu')

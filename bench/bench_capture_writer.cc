@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "numprobe/capture_session.h"
+#include "capture/capture_session.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <functional>
 #include <vector>
 
-#include "numprobe/hash.h"
+#include "core/hash.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
+#include "core/stats.h"
 #include "numprobe/dtype.h"
-#include "numprobe/stats.h"
 
 namespace {
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/npy.h"
+#include "format/dump_writer.h"
 #include "format/py_json_writer.h"
 #include "numprobe/dtype.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
 
 namespace numprobe::bench {
 

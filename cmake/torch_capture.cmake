@@ -54,12 +54,20 @@ if(_np_torch_std AND _np_torch_std GREATER 17)
   message(STATUS "numprobe: torch's headers need C++${_np_torch_std}: the torch side builds with it")
 endif()
 
+# Torch's element types by name (torch_common/dtype_names.h): what capture and the acc-check replay
+# share, so the replay does not link capture.
+add_library(numprobe_torch_common STATIC ${CMAKE_SOURCE_DIR}/src/torch_common/dtype_names.cc)
+target_include_directories(numprobe_torch_common PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(numprobe_torch_common PUBLIC numprobe_core numprobe_torch_deps)
+target_compile_options(numprobe_torch_common PRIVATE ${NUMPROBE_WARNINGS})
+
 # Compiled once, linked twice: statically into the Python module, and as libnumprobe.so (the C++
 # API that find_package(numprobe) gives libtorch programs).
 file(GLOB NUMPROBE_CAPTURE_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capture/torch/*.cc)
 add_library(numprobe_capture_torch_obj OBJECT ${NUMPROBE_CAPTURE_TORCH_SOURCES})
 target_include_directories(numprobe_capture_torch_obj PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_torch_deps)
+target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_torch_common
+                                                        numprobe_torch_deps)
 target_compile_options(numprobe_capture_torch_obj PRIVATE ${NUMPROBE_WARNINGS})
 
 # The fused CUDA statistics kernel, where torch was built with CUDA and nvcc is found. It is compiled
@@ -116,12 +124,12 @@ endif()
 message(STATUS "numprobe: fused CUDA statistics kernel ${NUMPROBE_CUDA_KERNEL} ${_np_archs}")
 
 add_library(numprobe_capture_torch STATIC $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
-target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_torch_deps)
+target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_torch_common numprobe_torch_deps)
 
 add_library(numprobe_shared SHARED $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
 set_target_properties(numprobe_shared PROPERTIES OUTPUT_NAME numprobe)
 target_include_directories(numprobe_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>)
-target_link_libraries(numprobe_shared PRIVATE numprobe_capture_core numprobe_format numprobe_core
+target_link_libraries(numprobe_shared PRIVATE numprobe_torch_common numprobe_capture_core numprobe_format numprobe_core
                                       PUBLIC numprobe_torch_deps)
 add_library(numprobe::numprobe ALIAS numprobe_shared)
 if(NUMPROBE_CUDA_KERNEL)
@@ -139,6 +147,8 @@ list(REMOVE_ITEM _np_rpath ${CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES})
 set_target_properties(numprobe_shared PROPERTIES INSTALL_RPATH "${_np_rpath}")
 
 install(TARGETS numprobe_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/include/numprobe/capture.h ${CMAKE_SOURCE_DIR}/include/numprobe/capture_scope.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/numprobe)
 get_filename_component(NUMPROBE_TORCH_CMAKE_PREFIX "${Torch_DIR}" DIRECTORY)
 
 # The example program, built in-tree against the same target find_package(numprobe) provides.
@@ -184,7 +194,7 @@ install(TARGETS numprobe_python LIBRARY DESTINATION lib/numprobe/python/numprobe
 file(GLOB NUMPROBE_REPLAY_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/replay/torch/*.cc)
 add_library(numprobe_replay_torch STATIC ${NUMPROBE_REPLAY_TORCH_SOURCES})
 target_include_directories(numprobe_replay_torch PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(numprobe_replay_torch PUBLIC numprobe_acccheck numprobe_capture_torch)
+target_link_libraries(numprobe_replay_torch PUBLIC numprobe_acccheck numprobe_torch_common)
 target_compile_options(numprobe_replay_torch PRIVATE ${NUMPROBE_WARNINGS})
 # numprobe_compare: the MindSpore -> PyTorch API table acc-check replays MindSpore dumps with.
 target_link_libraries(numprobe_python PRIVATE numprobe_replay_torch numprobe_compare)

@@ -1,9 +1,9 @@
 // `numprobe compare`: two dumps (file, rank dir, step dir or root) -> per (step, rank) pair a table
 // of rows with msprobe's metrics plus numprobe's Status / Match / Reason, and a summary.
 //
-// Verdicts today use msprobe's thresholds with its bugs fixed (docs/compare.md). The noise-aware
-// per-op tolerance model of the compare milestone will replace them; the first-divergence rule
-// (first entry whose inputs agree while an output does not) already runs on these verdicts.
+// Row verdicts use msprobe's thresholds with its bugs fixed (docs/compare.md). The suspects (the
+// first entry whose inputs agree while an output does not) are judged against noise-aware per-op
+// tolerances (src/compare/judgement.h, docs/compare.md "First divergence").
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "numprobe/compare_mapping.h"
-#include "numprobe/compare_match.h"
-#include "numprobe/compare_rows.h"
-#include "numprobe/compare_stats.h"
-#include "numprobe/compare_tensor.h"
+#include "numprobe/compare/mapping.h"
+#include "numprobe/compare/pair.h"
+#include "numprobe/compare/rows.h"
+#include "numprobe/compare/stats_metrics.h"
+#include "numprobe/compare/tensor_metrics.h"
 #include "numprobe/dump_tree.h"
 
 namespace numprobe {
@@ -34,12 +34,12 @@ struct RowResult {
   std::string_view reason;  // machine-readable code (static storage), "" when pass
   TensorMetrics tensor;
   std::string message;  // msprobe-style Err_message
-  // A known difference in how the two tools record this row (compare_inplace.h), not in the
+  // A known difference in how the two tools record this row (inplace_module_inputs.h), not in the
   // computation: never evidence of a divergence.
   bool excused = false;
 };
 
-// One suspect of a pair (compare_judgement.h); the first one is the pair's first divergence.
+// One suspect of a pair (judgement.h); the first one is the pair's first divergence.
 struct FirstDivergence {
   std::string entry;      // dump.json key (the golden's for an entry only the golden has)
   std::string row;        // first offending row
@@ -52,7 +52,7 @@ struct FirstDivergence {
   std::string op_class;  // op_class_name()
   std::string regime;    // regime_name() when it was judged: what the floor assumed
   size_t row_index = 0;  // into PairResult::rows: the evidence
-  // Worst input and output row discrepancy of the entry (relative, compare_noise.h), and the
+  // Worst input and output row discrepancy of the entry (relative, noise.h), and the
   // tolerance the output was held against (the floor of its class, dtype and regime).
   double input_discrepancy = 0, output_discrepancy = 0, tolerance = 0;
   double score = 0;  // (0, 1]: how sure; structural findings 1, numeric ones by their margin
@@ -110,7 +110,7 @@ Coverage report_coverage(const CompareReport& rep);
 // the two sides' tasks are incompatible (e.g. md5 vs statistics).
 // Pairs run on up to `threads` threads (0: the hardware's); threads beyond the number of pairs
 // load the two sides and judge rows within a pair.
-// `mappings` (optional): user mappings applied to every pair (compare_mapping.h).
+// `mappings` (optional): user mappings applied to every pair (compare/mapping.h).
 CompareReport compare_dumps(const std::string& target, const std::string& golden,
                             unsigned threads = 0, const CompareMappings* mappings = nullptr);
 // Fills report.origins from the pairs' first divergences.
@@ -130,9 +130,10 @@ struct CompareInput {
 };
 CompareInput parse_compare_input(std::string_view text, const std::string& name);
 
-// The result table behind the CSV and XLSX writers (compare_xlsx.h): msprobe's columns for the
-// mode, one row per RowResult. Texts are final: text that a spreadsheet would run as a formula
-// (first character =, +, -, @, %, tab, CR or a full-width form of one) carries a leading "'".
+// The result table behind the CSV and XLSX writers (src/compare/compare_xlsx.h): msprobe's columns
+// for the mode, one row per RowResult. Texts are final: text that a spreadsheet would run as a
+// formula (first character =, +, -, @, %, tab, CR or a full-width form of one) carries a leading
+// "'".
 struct TableCell {
   std::string text;
   bool numeric = false;  // a metric/statistic column: a number, "nan", "inf", "N/A", "1.5%", ...

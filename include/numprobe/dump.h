@@ -126,8 +126,6 @@ class DumpFile {
 
   std::string_view str(uint32_t id) const { return strings.get(id); }
   std::string_view entry_name(size_t i) const { return strings.get(entries[i].name); }
-  // Index of the entry with this name, or -1.
-  int64_t find_entry(std::string_view name) const;
   // Member `key` of dict node `dict` (in `nodes`), or kNoNode.
   uint32_t member(uint32_t dict, std::string_view key) const;
 

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "numprobe/dump.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/stack_construct.h"
 
 namespace numprobe {
@@ -26,6 +25,18 @@ struct RankLocation {
 // Discovers rank dumps under `path`, sorted by (step, rank, label). Throws InputError if `path`
 // does not exist or holds no dump.json / dump.journal within four directory levels.
 std::vector<RankLocation> find_rank_dumps(const std::string& path);
+
+// What reading a journal (a writer that died mid-step) kept and dropped.
+struct RecoverReport {
+  bool had_journal = false;
+  size_t records = 0;
+  size_t entries = 0;
+  size_t stacks = 0;
+  size_t constructs = 0;
+  size_t bytes_total = 0;
+  size_t bytes_dropped = 0;  // torn tail: bytes after the last intact record
+  std::string detail;        // why the tail was dropped, if it was
+};
 
 struct RankDump {
   RankLocation where;

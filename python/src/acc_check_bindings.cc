@@ -6,7 +6,7 @@
 
 #include "acc_check_bindings.h"
 #include "numprobe/acc_check.h"
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 #include "replay/torch/aten_replay.h"
 
 namespace py = pybind11;

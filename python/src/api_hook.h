@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "numprobe/capture_session.h"
+#include "capture/capture_session.h"
 
 namespace numprobe::capture {
 class TorchCapture;

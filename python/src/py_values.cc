@@ -10,7 +10,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "numprobe/hash.h"
+#include "core/hash.h"
 
 namespace numprobe::python {
 

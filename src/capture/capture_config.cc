@@ -1,4 +1,4 @@
-#include "numprobe/capture_config.h"
+#include "capture/capture_config.h"
 
 #include <algorithm>
 #include <cerrno>

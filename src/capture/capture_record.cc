@@ -1,13 +1,13 @@
-#include "numprobe/capture_record.h"
+#include "capture/capture_record.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <string_view>
 
+#include "core/hash.h"
 #include "format/py_json_writer.h"
 #include "numprobe/error.h"
-#include "numprobe/hash.h"
 
 namespace numprobe::capture {
 namespace {

@@ -1,4 +1,4 @@
-#include "numprobe/capture_session.h"
+#include "capture/capture_session.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,10 +12,10 @@
 #include <iterator>
 #include <utility>
 
+#include "core/npy.h"
+#include "format/dump_writer.h"
 #include "numprobe/dump.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
 #include "numprobe/stack_construct.h"
 
 namespace numprobe::capture {

@@ -2,8 +2,8 @@
 #include <string>
 #include <string_view>
 
-#include "numprobe/capture_config.h"
-#include "numprobe/entry_name.h"
+#include "capture/capture_config.h"
+#include "format/entry_name.h"
 
 namespace numprobe::capture {
 namespace {

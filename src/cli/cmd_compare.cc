@@ -4,11 +4,11 @@
 #include <filesystem>
 
 #include "cli/subcommand.h"
+#include "compare/compare_xlsx.h"
 #include "format/file_util.h"
 #include "format/mapped_file.h"
 #include "numprobe/compare.h"
-#include "numprobe/compare_mapping.h"
-#include "numprobe/compare_xlsx.h"
+#include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
 
 namespace fs = std::filesystem;

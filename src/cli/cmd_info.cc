@@ -6,8 +6,8 @@
 
 #include "cli/progress.h"
 #include "cli/subcommand.h"
+#include "format/dump_summary.h"
 #include "format/py_json_writer.h"
-#include "numprobe/dump_summary.h"
 #include "numprobe/error.h"
 
 namespace numprobe::cli {

@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "cli/subcommand.h"
+#include "format/dump_writer.h"
 #include "numprobe/dump_tree.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
 
 namespace numprobe::cli {

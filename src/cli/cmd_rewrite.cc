@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "cli/subcommand.h"
+#include "core/npy.h"
+#include "format/dump_writer.h"
 #include "numprobe/dump_tree.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
 
 namespace fs = std::filesystem;
 

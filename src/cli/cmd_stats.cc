@@ -2,11 +2,11 @@
 #include <cstdio>
 
 #include "cli/subcommand.h"
+#include "core/hash.h"
+#include "core/stats.h"
 #include "format/py_json_writer.h"
+#include "format/tensor_file.h"
 #include "numprobe/error.h"
-#include "numprobe/hash.h"
-#include "numprobe/stats.h"
-#include "numprobe/tensor_file.h"
 
 namespace numprobe::cli {
 namespace {

@@ -1,10 +1,10 @@
 // CSV and summary.json writers for compare results.
 #include <cmath>
 
+#include "format/csv.h"
 #include "format/file_util.h"
 #include "format/py_json_writer.h"
 #include "numprobe/compare.h"
-#include "numprobe/csv.h"
 
 namespace numprobe {
 namespace {

@@ -9,14 +9,14 @@
 
 #include <cmath>
 
+#include "compare/inplace_module_inputs.h"
+#include "compare/judgement.h"
+#include "core/worker_pool.h"
+#include "format/entry_name.h"
+#include "format/tensor_file.h"
 #include "numprobe/compare.h"
-#include "numprobe/compare_inplace.h"
-#include "numprobe/compare_judgement.h"
-#include "numprobe/compare_mapping.h"
-#include "numprobe/entry_name.h"
+#include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
-#include "numprobe/tensor_file.h"
-#include "numprobe/worker_pool.h"
 
 namespace numprobe {
 namespace {

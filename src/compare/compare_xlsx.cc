@@ -1,5 +1,5 @@
-// XLSX compare results with msprobe's row highlighting (include/numprobe/compare_xlsx.h).
-#include "numprobe/compare_xlsx.h"
+// XLSX compare results with msprobe's row highlighting (src/compare/compare_xlsx.h).
+#include "compare/compare_xlsx.h"
 
 #include <fcntl.h>
 #include <unistd.h>

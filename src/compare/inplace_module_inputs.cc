@@ -1,14 +1,14 @@
 // In-place operations recorded differently by msprobe and numprobe
-// (include/numprobe/compare_inplace.h).
+// (src/compare/inplace_module_inputs.h).
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "api_signature.h"
-#include "numprobe/compare_inplace.h"
-#include "numprobe/compare_noise.h"
-#include "numprobe/entry_name.h"
+#include "compare/inplace_module_inputs.h"
+#include "compare/noise.h"
+#include "format/entry_name.h"
 
 namespace numprobe {
 namespace {

@@ -18,11 +18,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compare/judgement.h"
+#include "compare/noise.h"
+#include "format/entry_name.h"
 #include "numprobe/compare.h"
-#include "numprobe/compare_judgement.h"
-#include "numprobe/compare_noise.h"
-#include "numprobe/compare_tensor.h"
-#include "numprobe/entry_name.h"
+#include "numprobe/compare/tensor_metrics.h"
 
 namespace numprobe {
 namespace {

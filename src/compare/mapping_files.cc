@@ -3,7 +3,7 @@
 
 #include "compare/yaml_subset.h"
 #include "format/mapped_file.h"
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
 
 namespace numprobe {

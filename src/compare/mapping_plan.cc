@@ -1,9 +1,9 @@
-// From user mappings to the pairings they fix (compare_match.h MappingPlan).
+// From user mappings to the pairings they fix (compare/pair.h MappingPlan).
 #include <unordered_map>
 #include <unordered_set>
 
-#include "numprobe/compare_mapping.h"
-#include "numprobe/entry_name.h"
+#include "format/entry_name.h"
+#include "numprobe/compare/mapping.h"
 
 namespace numprobe {
 namespace {

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "numprobe/compare_noise.h"
-#include "numprobe/compare_tensor.h"
+#include "compare/noise.h"
+#include "numprobe/compare/tensor_metrics.h"
 
 namespace numprobe {
 namespace {

@@ -1,12 +1,12 @@
-// Op classes by API name (compare_judgement.h). Names are msprobe's: "<Prefix>.<op>.<n>.<dir>",
+// Op classes by API name (judgement.h). Names are msprobe's: "<Prefix>.<op>.<n>.<dir>",
 // with the op lower-cased by the frameworks already (torch's and MindSpore's spellings).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "numprobe/compare_judgement.h"
-#include "numprobe/compare_tensor.h"
-#include "numprobe/entry_name.h"
+#include "compare/judgement.h"
+#include "format/entry_name.h"
+#include "numprobe/compare/tensor_metrics.h"
 
 namespace numprobe {
 namespace {

@@ -3,8 +3,8 @@
 #include <unordered_map>
 
 #include "api_signature.h"
-#include "numprobe/compare_match.h"
-#include "numprobe/entry_name.h"
+#include "format/entry_name.h"
+#include "numprobe/compare/pair.h"
 
 namespace numprobe {
 namespace {

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "numprobe/compare_stats.h"
+#include "numprobe/compare/stats_metrics.h"
 
 namespace numprobe {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "compare/tensor_metrics_kernel.h"
-#include "numprobe/compare_tensor.h"
+#include "numprobe/compare/tensor_metrics.h"
 #include "numprobe/error.h"
 
 namespace numprobe {

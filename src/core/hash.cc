@@ -1,4 +1,4 @@
-#include "numprobe/hash.h"
+#include "core/hash.h"
 
 #include <xxhash.h>
 #include <zlib.h>

@@ -1,6 +1,6 @@
 // .npy files: memory-mapped reading and atomic writing. Header parsing is in npy_header.cc.
 
-#include "numprobe/npy.h"
+#include "core/npy.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

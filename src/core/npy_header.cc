@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/npy.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
 
 namespace numprobe {
 namespace {

@@ -1,6 +1,6 @@
 // torch.save's .pt archives: the zip directory (pt_zip.cc), a pickle interpreter restricted to
 // what torch.save writes for one tensor, and the view checks.
-#include "numprobe/pt.h"
+#include "core/pt.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
-#include "numprobe/stats.h"
+#include "core/stats.h"
 
-#include "numprobe/hash.h"
-#include "numprobe/worker_pool.h"
+#include "core/hash.h"
+#include "core/worker_pool.h"
 
 #include <algorithm>
 #include <array>

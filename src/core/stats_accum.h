@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "numprobe/stats.h"
+#include "core/stats.h"
 
 namespace numprobe::internal {
 

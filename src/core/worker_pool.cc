@@ -1,4 +1,4 @@
-#include "numprobe/worker_pool.h"
+#include "core/worker_pool.h"
 
 namespace numprobe {
 

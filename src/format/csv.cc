@@ -1,4 +1,4 @@
-#include "numprobe/csv.h"
+#include "format/csv.h"
 
 #include "numprobe/error.h"
 

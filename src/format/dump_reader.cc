@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "format/entry_name.h"
 #include "format/json_cursor.h"
 #include "format/mapped_file.h"
 #include "numprobe/dump.h"
-#include "numprobe/entry_name.h"
 #include "numprobe/error.h"
 
 namespace numprobe {
@@ -385,15 +385,6 @@ std::optional<std::string_view> DumpFile::dump_data_dir() const {
   uint32_t m = member(header, "dump_data_dir");
   if (m == kNoNode || nodes[m].kind != NodeKind::kString) return std::nullopt;
   return strings.get(nodes[m].str);
-}
-
-int64_t DumpFile::find_entry(std::string_view name) const {
-  uint32_t id = strings.find(name);
-  if (id == kNoString) return -1;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].name == id) return static_cast<int64_t>(i);
-  }
-  return -1;
 }
 
 void DumpFile::release_values() {

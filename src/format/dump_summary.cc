@@ -1,10 +1,10 @@
-#include "numprobe/dump_summary.h"
+#include "format/dump_summary.h"
 
 #include <cmath>
 #include <unordered_map>
 
+#include "format/entry_name.h"
 #include "format/file_util.h"
-#include "numprobe/entry_name.h"
 
 namespace numprobe {
 namespace {

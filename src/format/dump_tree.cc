@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "format/dump_writer.h"
 #include "format/file_util.h"
 #include "numprobe/error.h"
 

@@ -1,4 +1,4 @@
-#include "numprobe/dump_writer.h"
+#include "format/dump_writer.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

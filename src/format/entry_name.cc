@@ -1,4 +1,4 @@
-#include "numprobe/entry_name.h"
+#include "format/entry_name.h"
 
 #include <charconv>
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "core/hash.h"
 #include "numprobe/error.h"
-#include "numprobe/hash.h"
 
 namespace numprobe::format {
 namespace {
@@ -102,16 +102,6 @@ bool JournalReader::next(JournalRecord& r) {
   pos_ = record_end;
   valid_ = pos_;
   return true;
-}
-
-JournalScan scan_journal(const char* data, size_t size, const std::string& name) {
-  JournalReader reader(data, size, name);
-  JournalScan s;
-  JournalRecord r;
-  while (reader.next(r)) s.records.push_back(r);
-  s.valid_bytes = reader.valid_bytes();
-  s.stop_reason = reader.stop_reason();
-  return s;
 }
 
 }  // namespace numprobe::format

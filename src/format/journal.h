@@ -52,13 +52,4 @@ class JournalReader {
   std::string stop_reason_;
 };
 
-struct JournalScan {
-  std::vector<JournalRecord> records;
-  size_t valid_bytes = 0;   // through the end of the last intact record
-  std::string stop_reason;  // empty if the whole file was intact
-};
-
-// Throws InputError if the magic is wrong. Never reads past `size`.
-JournalScan scan_journal(const char* data, size_t size, const std::string& name);
-
 }  // namespace numprobe::format

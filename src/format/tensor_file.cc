@@ -1,11 +1,11 @@
-#include "numprobe/tensor_file.h"
+#include "format/tensor_file.h"
 
 #include <cstring>
 
+#include "core/npy.h"
+#include "core/pt.h"
 #include "format/mapped_file.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
-#include "numprobe/pt.h"
 
 namespace numprobe {
 

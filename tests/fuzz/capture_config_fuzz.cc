@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "numprobe/capture_config.h"
+#include "capture/capture_config.h"
 #include "numprobe/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

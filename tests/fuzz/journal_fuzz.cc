@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "format/dump_writer.h"
 #include "format/journal.h"
 #include "numprobe/dump.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/stack_construct.h"
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "compare/yaml_subset.h"
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
 
 namespace {

@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/npy.h"
+#include "core/stats.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
-#include "numprobe/stats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   numprobe::NpyHeader h;

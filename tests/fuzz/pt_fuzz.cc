@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/pt.h"
 #include "numprobe/error.h"
-#include "numprobe/pt.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   numprobe::PtTensor t;

@@ -52,18 +52,18 @@ def test_cpp_example_bad_level_is_a_clear_error(tmp_path):
 
 ENGINE_CONSUMER = r"""
 #include <cstdio>
+#include "numprobe/acc_check.h"
 #include "numprobe/compare.h"
 #include "numprobe/dump_tree.h"
-#include "numprobe/stats.h"
 int main(int argc, char** argv) {
   size_t entries = 0;
   for (const numprobe::RankLocation& loc : numprobe::find_rank_dumps(argv[1]))
     entries += numprobe::load_rank_dump(loc).dump.entries.size();
   numprobe::CompareReport rep = numprobe::compare_dumps(argv[1], argv[1]);
-  const float x[4] = {1, -2, 3, 0};
-  numprobe::TensorStats s = numprobe::compute_stats(x, 4, numprobe::DType::kF32);
-  std::printf("entries %zu pairs %zu errors %zu max %g zeros %llu\n", entries, rep.pairs.size(),
-              rep.pairs.empty() ? 0 : rep.pairs[0].error, s.max, (unsigned long long)s.zero_count);
+  numprobe::AccStatus worst = numprobe::acc_worse(numprobe::AccStatus::kPass, numprobe::AccStatus::kError);
+  std::printf("entries %zu pairs %zu errors %zu acc %s %s\n", entries, rep.pairs.size(),
+              rep.pairs.empty() ? 0 : rep.pairs[0].error, numprobe::acc_status_name(worst),
+              numprobe::acc_standard_name(numprobe::acc_standard_for("conv2d")));
 }
 """
 
@@ -83,19 +83,31 @@ def test_find_package_from_install_prefix(tmp_path, fixtures):
     sh(tmp_path / "b" / "train_mlp", tmp_path / "d", "L1", env=lib_env)
     assert len(load(rank_dir(tmp_path / "d" / "step2") / "dump.json")["data"]) > 10
 
-    # numprobe::engine alone: no torch in the consumer's build.
+    # The installed headers are exactly the public ones (include/numprobe), capture's two with
+    # libnumprobe.so.
+    inc = prefix / "include"
+    installed = sorted(str(h.relative_to(inc)) for h in inc.rglob("*.h"))
+    assert installed == sorted(str(h.relative_to(ROOT / "include")) for h in (ROOT / "include").rglob("*.h"))
+    assert (prefix / "lib" / "libnumprobe.so").exists() and (prefix / "lib" / "libnumprobe_engine.so").exists()
+
+    # numprobe::engine alone: no torch in the consumer's build. Every engine header compiles on its
+    # own against the prefix (what it includes was installed with it).
     src = tmp_path / "engine_consumer"
     src.mkdir()
     (src / "main.cc").write_text(ENGINE_CONSUMER)
+    alone = []
+    for i, h in enumerate(x for x in installed if not x.startswith("numprobe/capture")):
+        (src / f"header{i}.cc").write_text(f'#include "{h}"\n')
+        alone.append(f"header{i}.cc")
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.22)\nproject(engine_consumer CXX)\n"
-        "find_package(numprobe REQUIRED)\nadd_executable(engine_consumer main.cc)\n"
+        f"find_package(numprobe REQUIRED)\nadd_executable(engine_consumer main.cc {' '.join(alone)})\n"
         "target_link_libraries(engine_consumer PRIVATE numprobe::engine)\n")
     sh("cmake", "-S", src, "-B", tmp_path / "e", "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}")
     sh("cmake", "--build", tmp_path / "e")
     out = sh(tmp_path / "e" / "engine_consumer", fixtures / "quick_start_resnet50_gpu_mix_statistics",
              env=lib_env)
-    assert out.split() == ["entries", "1520", "pairs", "2", "errors", "0", "max", "3", "zeros", "1"], out
+    assert out.split() == ["entries", "1520", "pairs", "2", "errors", "0", "acc", "error", "thousandth"], out
 
     # The installed CLI hands acc-check the installed package: a stand-in python shows PYTHONPATH.
     fake = tmp_path / "fake_python"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "numprobe/capture_record.h"
+#include "capture/capture_record.h"
 
 namespace numprobe::capture {
 
@@ -18,9 +18,6 @@ struct LeafRequest {
   std::string save_as;  // non-empty: keep a copy of the bytes to write under this file name
   bool async = false;   // async_dump: device -> host copies of saved bytes are not waited for
 };
-
-// "torch.float32" etc., as str(tensor.dtype) prints it.
-const char* torch_dtype_name(c10::ScalarType t);
 
 // Fills leaf from t (t defined). Runs with record-function and autograd disabled by the caller.
 void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& leaf);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "numprobe/capture_config.h"
-#include "numprobe/capture_session.h"
+#include "capture/capture_config.h"
+#include "capture/capture_session.h"
 
 namespace numprobe::capture {
 

@@ -2,8 +2,8 @@
 
 #include <ATen/Functions.h>
 
-#include "capture/torch/tensor_leaf.h"
 #include "numprobe/error.h"
+#include "torch_common/dtype_names.h"
 
 namespace numprobe::replay {
 namespace {
@@ -27,7 +27,7 @@ at::Tensor as_compared(const at::Tensor& t) {
 
 AccTensorView view_of(const at::Tensor& values, const at::Tensor& original) {
   const size_t n = static_cast<size_t>(values.numel());
-  std::string dtype = capture::torch_dtype_name(original.scalar_type());
+  std::string dtype = torch_dtype_name(original.scalar_type());
   if (values.scalar_type() == at::kFloat)
     return AccTensorView(values.data_ptr<float>(), n, std::move(dtype));
   return AccTensorView(values.data_ptr<double>(), n, std::move(dtype));
@@ -53,8 +53,8 @@ AccColumns compare_tensors(const std::string& op, const at::Tensor& bench,
     AccColumns c = acc_unusable_output(
         AccStatus::kError, "The shape of bench" + python_tuple(bench.sizes()) + " and npu" +
                                python_tuple(device.sizes()) + " not equal.");
-    c.bench_dtype = capture::torch_dtype_name(bench.scalar_type());
-    c.device_dtype = capture::torch_dtype_name(device.scalar_type());
+    c.bench_dtype = torch_dtype_name(bench.scalar_type());
+    c.device_dtype = torch_dtype_name(device.scalar_type());
     c.shape = python_tuple(device.sizes());
     return c;
   }

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "acccheck/acc_internal.h"
+#include "acccheck/acc_check_internal.h"
 #include "numprobe/acc_check.h"
 
 namespace numprobe {

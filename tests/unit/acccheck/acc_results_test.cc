@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "format/csv.h"
 #include "numprobe/acc_check.h"
-#include "numprobe/csv.h"
 #include "numprobe/error.h"
 
 namespace numprobe {

@@ -1,7 +1,7 @@
 // render_entry_record: the entry body text must be what msprobe's json.dump(indent=1) writes inside
 // "data" (expected texts below were produced by Python's json.dumps for the same objects), and it
 // must read back through numprobe's own dump.json reader.
-#include "numprobe/capture_record.h"
+#include "capture/capture_record.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.h"
 #include "format/dump_render.h"
 #include "format/py_json_writer.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
-#include "numprobe/hash.h"
 
 using numprobe::capture::EntryRecord;
 using numprobe::capture::render_entry_record;

@@ -1,7 +1,7 @@
 // CaptureSession end to end, without torch: entries submitted on the driving thread are written by
 // the background writer into <dump_path>/step<S>/rank[<R>]/{dump.json, stack.json, construct.json}
 // (and dump_tensor_data/*.npy), readable by numprobe's own readers.
-#include "numprobe/capture_session.h"
+#include "capture/capture_session.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,15 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "capture/capture_record.h"
+#include "core/npy.h"
+#include "core/stats.h"
 #include "format/dump_render.h"
-#include "numprobe/capture_record.h"
+#include "format/dump_writer.h"
 #include "numprobe/dtype.h"
 #include "numprobe/dump.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
 #include "numprobe/stack_construct.h"
-#include "numprobe/stats.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "numprobe/capture_config.h"
+#include "capture/capture_config.h"
 
 using namespace numprobe::capture;
 

@@ -1,4 +1,4 @@
-// msprobe's row highlighting (reference/msprobe.md 2.9; include/numprobe/compare_xlsx.h), NaN
+// msprobe's row highlighting (reference/msprobe.md 2.9; src/compare/compare_xlsx.h), NaN
 // fixed.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "numprobe/compare_xlsx.h"
+#include "compare/compare_xlsx.h"
 
 using namespace numprobe;
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <regex>
 
-#include "numprobe/compare_xlsx.h"
+#include "compare/compare_xlsx.h"
 #include "numprobe/error.h"
 #include "test_support.h"
 

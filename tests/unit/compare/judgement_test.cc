@@ -1,4 +1,4 @@
-// The first-divergence judgement (compare_judgement.h) on small hand-written dump pairs.
+// The first-divergence judgement (judgement.h) on small hand-written dump pairs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "compare/judgement.h"
 #include "numprobe/compare.h"
-#include "numprobe/compare_judgement.h"
-#include "numprobe/compare_tensor.h"
+#include "numprobe/compare/tensor_metrics.h"
 #include "test_support.h"
 
 namespace numprobe {

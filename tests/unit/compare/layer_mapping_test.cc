@@ -7,7 +7,7 @@
 
 #include "format/json_cursor.h"
 #include "numprobe/compare.h"
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 #include "test_support.h"
 
 using namespace numprobe;

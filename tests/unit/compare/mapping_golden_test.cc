@@ -9,8 +9,8 @@
 #include <map>
 
 #include "numprobe/compare.h"
-#include "numprobe/compare_mapping.h"
-#include "numprobe/compare_stats.h"
+#include "numprobe/compare/mapping.h"
+#include "numprobe/compare/stats_metrics.h"
 #include "test_support.h"
 
 using namespace numprobe;

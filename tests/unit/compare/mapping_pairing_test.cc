@@ -5,7 +5,7 @@
 #include <map>
 
 #include "numprobe/compare.h"
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 
 using namespace numprobe;
 

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "compare/yaml_subset.h"
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
 #include "test_support.h"
 

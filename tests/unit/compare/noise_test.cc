@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "numprobe/compare_noise.h"
+#include "compare/noise.h"
 
 namespace numprobe {
 namespace {

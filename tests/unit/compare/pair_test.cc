@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
+#include "format/dump_writer.h"
 #include "numprobe/compare.h"
-#include "numprobe/dump_writer.h"
 #include "test_support.h"
 
 using namespace numprobe;

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "numprobe/compare.h"
-#include "numprobe/compare_match.h"
-#include "numprobe/compare_stats.h"
+#include "numprobe/compare/pair.h"
+#include "numprobe/compare/stats_metrics.h"
 #include "numprobe/dump.h"
 #include "test_support.h"
 

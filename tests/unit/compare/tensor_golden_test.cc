@@ -10,11 +10,11 @@
 #include <map>
 #include <vector>
 
-#include "numprobe/compare_match.h"
-#include "numprobe/compare_tensor.h"
+#include "core/npy.h"
+#include "numprobe/compare/pair.h"
+#include "numprobe/compare/tensor_metrics.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
-#include "numprobe/npy.h"
 #include "test_support.h"
 
 using namespace numprobe;

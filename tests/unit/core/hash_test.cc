@@ -1,4 +1,4 @@
-#include "numprobe/hash.h"
+#include "core/hash.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

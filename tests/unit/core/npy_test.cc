@@ -1,4 +1,4 @@
-#include "numprobe/npy.h"
+#include "core/npy.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/pt.h"
 #include "numprobe/error.h"
-#include "numprobe/pt.h"
 #include "test_support.h"
 
 namespace numprobe {

@@ -1,6 +1,6 @@
-#include "numprobe/stats.h"
+#include "core/stats.h"
 
-#include "numprobe/hash.h"
+#include "core/hash.h"
 
 #include <gtest/gtest.h>
 #include <hwy/targets.h>

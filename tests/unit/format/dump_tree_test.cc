@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "numprobe/dump_summary.h"
+#include "format/dump_summary.h"
 #include "numprobe/error.h"
 #include "test_support.h"
 

@@ -4,10 +4,10 @@
 #include <random>
 
 #include "format/dump_render.h"
+#include "format/dump_writer.h"
 #include "format/journal.h"
 #include "numprobe/dump.h"
 #include "numprobe/dump_tree.h"
-#include "numprobe/dump_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/stack_construct.h"
 #include "test_support.h"

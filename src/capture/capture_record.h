@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/stats.h"
 #include "numprobe/dtype.h"
-#include "numprobe/stats.h"
 
 namespace numprobe::capture {
 

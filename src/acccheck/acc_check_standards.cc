@@ -4,7 +4,7 @@
 #include <iterator>
 #include <string_view>
 
-#include "acccheck/acc_internal.h"
+#include "acccheck/acc_check_internal.h"
 #include "numprobe/acc_check.h"
 
 namespace numprobe {

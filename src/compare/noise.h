@@ -2,7 +2,7 @@
 // already at its inputs plus the rounding noise of its dtype? (docs/compare.md, "First divergence")
 #pragma once
 
-#include "numprobe/compare_rows.h"
+#include "numprobe/compare/rows.h"
 
 namespace numprobe {
 

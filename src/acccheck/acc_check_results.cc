@@ -7,10 +7,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "format/csv.h"
 #include "format/file_util.h"
 #include "format/mapped_file.h"
 #include "numprobe/acc_check.h"
-#include "numprobe/csv.h"
 #include "numprobe/error.h"
 
 namespace numprobe {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "numprobe/compare_rows.h"
+#include "numprobe/compare/rows.h"
 
 namespace numprobe {
 

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "numprobe/compare_rows.h"
+#include "numprobe/compare/rows.h"
 #include "numprobe/dump.h"
 
 namespace numprobe {
 
-// kMapped: paired by a user mapping (-dm/-cm/-am/-lm, compare_mapping.h).
+// kMapped: paired by a user mapping (-dm/-cm/-am/-lm, compare/mapping.h).
 enum class MatchKind : uint8_t { kExact, kRenumbered, kAlias, kFuzzy, kMapped, kUnmatched };
 const char* match_kind_name(MatchKind k);
 
@@ -23,7 +23,7 @@ struct EntryPairing {
 };
 
 // Pairings fixed by user mappings before the name-based stages (built by plan_mappings in
-// compare_mapping.h). Sizes: entry and renamed = target entries, row and row_dtype_unchecked =
+// compare/mapping.h). Sizes: entry and renamed = target entries, row and row_dtype_unchecked =
 // target rows; an empty plan changes nothing.
 struct MappingPlan {
   static constexpr int64_t kOpen = -2;  // undecided: the name-based stages may pair it

@@ -19,11 +19,10 @@
 #include <string_view>
 #include <vector>
 
+#include "numprobe/dump_tree.h"
+
 namespace numprobe {
 
-class DumpFile;
-struct ConstructTable;
-struct ConstructEdge;
 namespace format {
 class AtomicFileWriter;
 struct DumpAssembly;
@@ -105,17 +104,6 @@ class DumpWriter {
   std::string buf_;
   std::unique_ptr<format::AtomicFileWriter> dump_file_;  // dump.json.tmp, written as entries come
   std::unique_ptr<format::DumpAssembly> out_;            // the three files, built as records come
-};
-
-struct RecoverReport {
-  bool had_journal = false;
-  size_t records = 0;
-  size_t entries = 0;
-  size_t stacks = 0;
-  size_t constructs = 0;
-  size_t bytes_total = 0;
-  size_t bytes_dropped = 0;  // torn tail: bytes after the last intact record
-  std::string detail;        // why the tail was dropped, if it was
 };
 
 struct AssembledDump {

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "acccheck/acc_internal.h"
+#include "acccheck/acc_check_internal.h"
 #include "numprobe/acc_check.h"
 #include "numprobe/dtype.h"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 
 namespace numprobe {
 namespace {

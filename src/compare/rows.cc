@@ -2,10 +2,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/hash.h"
+#include "format/entry_name.h"
 #include "format/py_json_writer.h"
-#include "numprobe/compare_rows.h"
-#include "numprobe/entry_name.h"
-#include "numprobe/hash.h"
+#include "numprobe/compare/rows.h"
 
 namespace numprobe {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "numprobe/compare_mapping.h"
+#include "numprobe/compare/mapping.h"
 
 namespace numprobe {
 namespace {

@@ -1,6 +1,6 @@
 // User mappings for compare: msprobe's -dm / -cm / -am / -lm (docs/compare.md, "Mappings"), for
 // runs whose names differ (MindSpore against PyTorch, renamed layers). They pair entries or rows
-// before the name-based stages of compare_match.h; their pairs carry MatchKind::kMapped.
+// before the name-based stages of compare/pair.h; their pairs carry MatchKind::kMapped.
 #pragma once
 
 #include <optional>
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "numprobe/compare_match.h"
-#include "numprobe/compare_rows.h"
+#include "numprobe/compare/pair.h"
+#include "numprobe/compare/rows.h"
 #include "numprobe/dump_tree.h"
 
 namespace numprobe {

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "numprobe/compare_rows.h"
+#include "numprobe/compare/rows.h"
 
 namespace numprobe {
 

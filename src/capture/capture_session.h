@@ -19,8 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "numprobe/capture_config.h"
-#include "numprobe/capture_record.h"
+#include "capture/capture_config.h"
+#include "capture/capture_record.h"
 
 namespace numprobe {
 class DumpWriter;
