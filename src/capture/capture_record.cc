@@ -1,11 +1,10 @@
 #include "capture/capture_record.h"
 
-#include <charconv>
-#include <cmath>
-#include <cstring>
-#include <string_view>
+#include <string>
+#include <vector>
 
 #include "core/hash.h"
+#include "format/dump_render.h"
 #include "format/py_json_writer.h"
 #include "numprobe/error.h"
 
@@ -15,143 +14,37 @@ namespace {
 using format::PyJsonWriter;
 using Op = EntryRecord::Op;
 
-// One leaf, written straight into the output through a raw pointer (room for the longest text the
-// leaf can have is made first): a per-op step renders thousands of leaves, and the generic
-// writer's per-token bookkeeping and string appends were most of the writer thread's rendering
-// time. The text is exactly PyJsonWriter's (tests compare the two). Key order is msprobe's
-// (_analyze_tensor + json_writer placeholders): type, dtype, shape, Max, Min, Mean, Norm,
-// requires_grad, then md5 / data_name. `depth` is the writer's depth where the leaf's '{' goes.
-class LeafText {
- public:
-  LeafText(std::string& out, int depth, int indent)
-      : out_(out),
-        inner_(static_cast<size_t>((depth + 1) * indent)),
-        step_(static_cast<size_t>(indent)) {}
-
-  void render(const TensorLeaf& t) {
-    const size_t old = out_.size();
-    out_.resize(old + bound(t));
-    p_ = &out_[old];
-    key("\"type\": ");
-    string(t.type);
-    key("\"dtype\": ");
-    string(t.dtype);
-    key("\"shape\": ");
-    if (t.shape.empty()) {
-      put("[]");
-    } else {
-      *p_++ = '[';
-      for (size_t i = 0; i < t.shape.size(); ++i) {
-        if (i) *p_++ = ',';
-        newline(inner_ + step_);
-        integer(t.shape[i]);
-      }
-      newline(inner_);
-      *p_++ = ']';
-    }
-    if (t.bool_stats) {
-      // msprobe: Max = any(), Min = all() as Python bools; Mean/Norm null.
-      key("\"Max\": ");
-      put(!t.has_stats ? "null" : t.stats.max != 0 ? "true" : "false");
-      key("\"Min\": ");
-      put(!t.has_stats ? "null" : t.stats.min != 0 ? "true" : "false");
-      key("\"Mean\": ");
-      put("null");
-      key("\"Norm\": ");
-      put("null");
-    } else {
-      stat("\"Max\": ", t.has_stats, t.stats.max);
-      stat("\"Min\": ", t.has_stats, t.stats.min);
-      stat("\"Mean\": ", t.has_stats, t.has_stats ? t.stats.mean() : 0);
-      stat("\"Norm\": ", t.has_stats, t.has_stats ? t.stats.norm() : 0);
-    }
-    key("\"requires_grad\": ");
-    put(t.requires_grad ? "true" : "false");
-    if (t.crc32) {
-      key("\"md5\": ");
-      string(crc32_hex(*t.crc32));
-    }
-    if (!t.data_name.empty()) {
-      key("\"data_name\": ");
-      string(t.data_name);
+// The leaf's text is format's (render_leaf); capture says what the leaf holds.
+void render_tensor(const TensorLeaf& t, PyJsonWriter& w) {
+  format::LeafValues v;
+  v.type = t.type;
+  v.dtype = t.dtype;
+  v.shape = t.shape.data();
+  v.ndim = t.shape.size();
+  v.requires_grad = t.requires_grad;
+  if (t.has_stats) {
+    v.stats = t.bool_stats ? format::LeafValues::Stats::kBool : format::LeafValues::Stats::kFloat;
+    v.max = t.stats.max;
+    v.min = t.stats.min;
+    if (!t.bool_stats) {
+      v.mean = t.stats.mean();
+      v.norm = t.stats.norm();
     }
     // numprobe addition (format v1): non-finite counts, only when there are any, so dumps of
     // healthy runs stay identical to msprobe's.
-    if (t.has_stats && t.write_counts &&
-        (t.stats.nan_count || t.stats.pos_inf_count || t.stats.neg_inf_count)) {
-      key("\"nan_count\": ");
-      integer(static_cast<int64_t>(t.stats.nan_count));
-      key("\"pos_inf_count\": ");
-      integer(static_cast<int64_t>(t.stats.pos_inf_count));
-      key("\"neg_inf_count\": ");
-      integer(static_cast<int64_t>(t.stats.neg_inf_count));
+    if (t.write_counts) {
+      v.nan_count = t.stats.nan_count;
+      v.pos_inf_count = t.stats.pos_inf_count;
+      v.neg_inf_count = t.stats.neg_inf_count;
     }
-    newline(inner_ - step_);
-    *p_++ = '}';
-    out_.resize(static_cast<size_t>(p_ - out_.data()));
   }
-
- private:
-  // The longest text `t` can give: 13 keys of at most 20 characters on their own lines, four
-  // floats, four integers, and the strings with every byte escaped as \u00XX.
-  size_t bound(const TensorLeaf& t) const {
-    const size_t line = inner_ + step_ + 2;
-    return 13 * (line + 20) + 4 * format::kMaxPyFloatChars + 4 * 24 + t.shape.size() * (line + 24) +
-           6 * (t.type.size() + t.dtype.size() + t.data_name.size()) + 64;
+  std::string md5;
+  if (t.crc32) {
+    md5 = crc32_hex(*t.crc32);
+    v.md5 = md5;
   }
-  void put(std::string_view text) {
-    std::memcpy(p_, text.data(), text.size());
-    p_ += text.size();
-  }
-  void newline(size_t spaces) {
-    *p_++ = '\n';
-    std::memset(p_, ' ', spaces);
-    p_ += spaces;
-  }
-  // `quoted_key` is the key's JSON text followed by ": ".
-  void key(std::string_view quoted_key) {
-    *p_++ = first_ ? '{' : ',';
-    first_ = false;
-    newline(inner_);
-    put(quoted_key);
-  }
-  void stat(std::string_view quoted_key, bool present, double v) {
-    key(quoted_key);
-    if (present)
-      p_ += format::format_py_float(p_, v);
-    else
-      put("null");
-  }
-  void integer(int64_t v) { p_ = std::to_chars(p_, p_ + 24, v).ptr; }
-  // Plain printable ASCII needs no escaping (dtype and type names always are); anything else
-  // goes through append_py_string.
-  void string(std::string_view s) {
-    bool plain = true;
-    for (char c : s) {
-      const auto u = static_cast<unsigned char>(c);
-      plain &= u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
-    }
-    if (plain) {
-      *p_++ = '"';
-      put(s);
-      *p_++ = '"';
-      return;
-    }
-    std::string escaped;
-    format::append_py_string(escaped, s);
-    put(escaped);
-  }
-
-  std::string& out_;
-  size_t inner_;  // indentation of the leaf's keys
-  size_t step_;   // one level of indentation
-  char* p_ = nullptr;
-  bool first_ = true;
-};
-
-void render_tensor(const TensorLeaf& t, PyJsonWriter& w) {
-  const int depth = w.depth(), indent = w.indent();
-  LeafText(w.raw_begin(), depth, indent).render(t);
+  v.data_name = t.data_name;
+  format::render_leaf(v, w);
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include "format/dump_render.h"
 
+#include <charconv>
+#include <cstring>
+
+#include "format/tensor_fields.h"
+
 namespace numprobe::format {
 namespace {
 
@@ -29,47 +34,38 @@ void render_tensor(const DumpFile& d, const TensorLeaf& t, PyJsonWriter& w) {
   w.begin_object();
   for (uint8_t i = 0; i < t.order_len; ++i) {
     uint8_t f = t.order[i];
+    if (f <= kFieldDataName) w.key(tensor_field_key(static_cast<TensorField>(f)));
     switch (f) {
       case kFieldType:
-        w.key("type");
         w.string_value(d.str(t.type));
         break;
       case kFieldDtype:
-        w.key("dtype");
         w.string_value(d.str(t.dtype_name));
         break;
       case kFieldShape:
-        w.key("shape");
         w.begin_array();
         for (uint32_t k = 0; k < t.ndim; ++k) w.int_value(d.shapes[t.shape_begin + k]);
         w.end_array();
         break;
       case kFieldMax:
-        w.key("Max");
         render_stat(t.max, w);
         break;
       case kFieldMin:
-        w.key("Min");
         render_stat(t.min, w);
         break;
       case kFieldMean:
-        w.key("Mean");
         render_stat(t.mean, w);
         break;
       case kFieldNorm:
-        w.key("Norm");
         render_stat(t.norm, w);
         break;
       case kFieldRequiresGrad:
-        w.key("requires_grad");
         w.bool_value(t.requires_grad == 1);
         break;
       case kFieldMd5:
-        w.key("md5");
         w.string_value(d.str(t.md5));
         break;
       case kFieldDataName:
-        w.key("data_name");
         w.string_value(d.str(t.data_name));
         break;
       default: {
@@ -103,7 +99,145 @@ void render_scalar(const DumpFile& d, const Node& n, NodeKind k, PyJsonWriter& w
   }
 }
 
+// A captured leaf, written straight into the output through a raw pointer (room for the longest
+// text the leaf can have is made first): a per-op step renders thousands of leaves, and the typed
+// writer's per-token bookkeeping and string appends were most of the writer thread's rendering
+// time. The text is exactly the typed writer's (tests compare the two). `depth` is the writer's
+// depth where the leaf's '{' goes.
+class LeafText {
+ public:
+  LeafText(std::string& out, int depth, int indent)
+      : out_(out),
+        inner_(static_cast<size_t>((depth + 1) * indent)),
+        step_(static_cast<size_t>(indent)) {}
+
+  void render(const LeafValues& t) {
+    const size_t old = out_.size();
+    out_.resize(old + bound(t));
+    p_ = &out_[old];
+    key(kFieldType);
+    string(t.type);
+    key(kFieldDtype);
+    string(t.dtype);
+    key(kFieldShape);
+    if (t.ndim == 0) {
+      put("[]");
+    } else {
+      *p_++ = '[';
+      for (size_t i = 0; i < t.ndim; ++i) {
+        if (i) *p_++ = ',';
+        newline(inner_ + step_);
+        integer(t.shape[i]);
+      }
+      newline(inner_);
+      *p_++ = ']';
+    }
+    if (t.stats == LeafValues::Stats::kBool) {
+      // msprobe: Max = any(), Min = all() as Python bools; Mean/Norm null.
+      key(kFieldMax);
+      put(t.max != 0 ? "true" : "false");
+      key(kFieldMin);
+      put(t.min != 0 ? "true" : "false");
+      key(kFieldMean);
+      put("null");
+      key(kFieldNorm);
+      put("null");
+    } else {
+      const bool present = t.stats == LeafValues::Stats::kFloat;
+      stat(kFieldMax, present, t.max);
+      stat(kFieldMin, present, t.min);
+      stat(kFieldMean, present, t.mean);
+      stat(kFieldNorm, present, t.norm);
+    }
+    key(kFieldRequiresGrad);
+    put(t.requires_grad ? "true" : "false");
+    if (!t.md5.empty()) {
+      key(kFieldMd5);
+      string(t.md5);
+    }
+    if (!t.data_name.empty()) {
+      key(kFieldDataName);
+      string(t.data_name);
+    }
+    if (t.nan_count || t.pos_inf_count || t.neg_inf_count) {
+      const uint64_t counts[3] = {t.nan_count, t.pos_inf_count, t.neg_inf_count};
+      for (size_t i = 0; i < 3; ++i) {
+        key(kCountKeys[i]);
+        integer(static_cast<int64_t>(counts[i]));
+      }
+    }
+    newline(inner_ - step_);
+    *p_++ = '}';
+    out_.resize(static_cast<size_t>(p_ - out_.data()));
+  }
+
+ private:
+  // The longest text `t` can give: 13 keys of at most 20 characters on their own lines, four
+  // floats, four integers, and the strings with every byte escaped as \u00XX.
+  size_t bound(const LeafValues& t) const {
+    const size_t line = inner_ + step_ + 2;
+    return 13 * (line + 20) + 4 * kMaxPyFloatChars + 4 * 24 + t.ndim * (line + 24) +
+           6 * (t.type.size() + t.dtype.size() + t.data_name.size() + t.md5.size()) + 64;
+  }
+  void put(std::string_view text) {
+    std::memcpy(p_, text.data(), text.size());
+    p_ += text.size();
+  }
+  void newline(size_t spaces) {
+    *p_++ = '\n';
+    std::memset(p_, ' ', spaces);
+    p_ += spaces;
+  }
+  // The key (plain ASCII: no escaping) and ": ".
+  void key(std::string_view name) {
+    *p_++ = first_ ? '{' : ',';
+    first_ = false;
+    newline(inner_);
+    *p_++ = '"';
+    put(name);
+    put("\": ");
+  }
+  void key(TensorField f) { key(tensor_field_key(f)); }
+  void stat(TensorField f, bool present, double v) {
+    key(f);
+    if (present)
+      p_ += format_py_float(p_, v);
+    else
+      put("null");
+  }
+  void integer(int64_t v) { p_ = std::to_chars(p_, p_ + 24, v).ptr; }
+  // Plain printable ASCII needs no escaping (dtype and type names always are); anything else
+  // goes through append_py_string.
+  void string(std::string_view s) {
+    bool plain = true;
+    for (char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      plain &= u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+    }
+    if (plain) {
+      *p_++ = '"';
+      put(s);
+      *p_++ = '"';
+      return;
+    }
+    std::string escaped;
+    append_py_string(escaped, s);
+    put(escaped);
+  }
+
+  std::string& out_;
+  size_t inner_;  // indentation of the leaf's keys
+  size_t step_;   // one level of indentation
+  char* p_ = nullptr;
+  bool first_ = true;
+};
+
 }  // namespace
+
+void render_leaf(const LeafValues& v, PyJsonWriter& w) {
+  const int depth = w.depth(), indent = w.indent();
+  LeafText(w.raw_begin(), depth, indent).render(v);
+}
 
 void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx, PyJsonWriter& w) {
   const Node& n = nodes[idx];

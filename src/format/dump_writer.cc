@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "format/dump_assembly.h"
 #include "format/dump_render.h"
 #include "format/file_util.h"
 #include "format/journal.h"
@@ -21,10 +22,6 @@
 
 namespace numprobe {
 namespace {
-
-// Journal writes are gathered up to this size, dump.json text too. Below glibc's mmap threshold
-// (128 KiB): the buffers never move to fresh, page-faulting pages.
-constexpr size_t kHeldBytes = size_t{64} << 10;
 
 std::string journal_path(const std::string& dir) {
   return dir + "/" + kJournalFileName;
@@ -73,158 +70,7 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
   return std::vector<std::string_view>(v.begin(), v.end());
 }
 
-// Adds s to the pool; true if it was not there (the first record of a name is the one kept).
-bool first_time(StringPool& pool, std::string_view s) {
-  const size_t before = pool.size();
-  pool.intern(s);
-  return pool.size() != before;
-}
-
 }  // namespace
-
-namespace format {
-
-// Builds dump.json, stack.json and construct.json from records in journal order. The writer
-// feeds it as records are added, recovery feeds it a journal's records: both give the same files.
-// dump.json text goes to `file` every kHeldBytes when there is one (else it stays in dump_text);
-// the stack and construct tables stay in memory (names and distinct frames only).
-//
-// The header comes first (a later header, or one after entries, is ignored); a repeated entry,
-// stack or construct name keeps its first record.
-struct DumpAssembly {
-  explicit DumpAssembly(AtomicFileWriter* f) : file(f) {
-    dump_text.reserve(kHeldBytes + kHeldBytes / 2);
-    construct.begin_object();
-  }
-
-  // fields: key, rendered value, ...; the pair ("data", "") marks the slot of the entries.
-  void header(const std::vector<std::string_view>& fields) {
-    if (have_header || data_open) return;
-    have_header = true;
-    open_data(&fields);
-  }
-
-  void entry(std::string_view name, std::string_view body) {
-    if (!data_open) open_data(nullptr);
-    if (!first_time(entry_names, name)) return;
-    dump.key(name);
-    dump.raw_value(body);
-    if (file != nullptr && dump_text.size() >= kHeldBytes) spill();
-  }
-
-  // The group holding these frames (a new one if no earlier stack had them).
-  uint32_t group_of_frames(const std::vector<std::string_view>& frames) {
-    std::string key;
-    for (auto f : frames) {
-      key.append(f);
-      key += '\0';
-    }
-    auto [it, fresh] =
-        stack_groups.emplace(std::move(key), static_cast<uint32_t>(stacks.group_frames.size()));
-    if (fresh) {
-      stacks.group_names.emplace_back();
-      stacks.group_frames.emplace_back();
-      for (auto f : frames) stacks.group_frames.back().push_back(stacks.strings.intern(f));
-    }
-    return it->second;
-  }
-  // The group of an earlier entry's stack, or kNoString.
-  uint32_t group_of_name(std::string_view name) const {
-    uint32_t id = stacks.strings.find(name);
-    if (id == kNoString) return kNoString;
-    auto it = stacks.group_of.find(id);
-    return it == stacks.group_of.end() ? kNoString : it->second;
-  }
-  void add_to_group(std::string_view name, uint32_t group) {
-    uint32_t name_id = stacks.strings.intern(name);
-    if (stacks.group_of.emplace(name_id, group).second)
-      stacks.group_names[group].push_back(name_id);
-  }
-
-  void construct_edge(std::string_view name, std::string_view rendered_parent) {
-    if (!first_time(construct_names, name)) return;
-    construct.key(name);
-    construct.raw_value(rendered_parent);
-  }
-
-  // Completes the text of dump.json (the rest written to `file`, if any) and of construct.json.
-  void finish() {
-    if (!data_open) open_data(nullptr);
-    dump.end_object();  // data
-    for (size_t i = 0; i + 1 < after_data.size(); i += 2) {
-      dump.key(after_data[i]);
-      dump.raw_value(after_data[i + 1]);
-    }
-    dump.end_object();
-    construct.end_object();
-    if (file != nullptr) spill();
-  }
-
-  // After finish(): writes stack.json and construct.json into dir and commits them, then
-  // dump.json (`file`) last: its presence marks the set complete.
-  void commit(const std::string& dir, bool durable) {
-    AtomicFileWriter stack_file(dir + "/stack.json", durable);
-    stack_file.write(render_stack_json(stacks));
-    AtomicFileWriter construct_file(dir + "/construct.json", durable);
-    construct_file.write(construct_text);
-    stack_file.commit();
-    construct_file.commit();
-    file->commit();
-  }
-
-  size_t entries() const { return entry_names.size(); }
-  size_t stack_entries() const { return stacks.entry_count(); }
-  size_t constructs() const { return construct_names.size(); }
-
-  AtomicFileWriter* file;
-  std::string dump_text;
-  PyJsonWriter dump{dump_text, 1, 0};
-  bool have_header = false;
-  bool data_open = false;
-  std::vector<std::string> after_data;  // header members after "data": key, value, ...
-  StringPool entry_names;
-  StackTable stacks;
-  std::unordered_map<std::string, uint32_t> stack_groups;  // frames joined by '\0' -> group
-  std::unordered_map<uint64_t, uint32_t> stack_keys;       // the writer's stack keys -> group
-  std::string construct_text;
-  PyJsonWriter construct{construct_text, 1, 0};
-  StringPool construct_names;
-
- private:
-  void spill() {
-    file->write(dump_text);
-    dump_text.clear();
-  }
-
-  // Writes the header members before "data" and opens it; the rest waits for finish().
-  void open_data(const std::vector<std::string_view>* fields) {
-    dump.begin_object();
-    bool data_seen = false;
-    if (fields != nullptr) {
-      for (size_t i = 0; i + 1 < fields->size(); i += 2) {
-        std::string_view k = (*fields)[i], v = (*fields)[i + 1];
-        if (!data_seen && k == "data" && v.empty()) {
-          data_seen = true;
-          dump.key("data");
-          dump.begin_object();
-        } else if (data_seen) {
-          after_data.emplace_back(k);
-          after_data.emplace_back(v);
-        } else {
-          dump.key(k);
-          dump.raw_value(v);
-        }
-      }
-    }
-    if (!data_seen) {
-      dump.key("data");
-      dump.begin_object();
-    }
-    data_open = true;
-  }
-};
-
-}  // namespace format
 
 DumpWriter::DumpWriter(const std::string& rank_dir, const DumpHeader& header, DumpWriterOptions opt)
     : dir_(rank_dir), opt_(opt) {
@@ -306,13 +152,13 @@ void DumpWriter::append(char type, const std::vector<std::string_view>& fields) 
   if (finished_) throw Error(dir_ + ": record added after finish()");
   check_usable();
   format::encode_record(buf_, type, fields);
-  if (holding_ && buf_.size() < kHeldBytes) return;
+  if (holding_ && buf_.size() < format::kHeldBytes) return;
   write_buffer();
 }
 
 void DumpWriter::hold_writes() {
   holding_ = true;
-  buf_.reserve(kHeldBytes + kHeldBytes / 2);
+  buf_.reserve(format::kHeldBytes + format::kHeldBytes / 2);
 }
 
 void DumpWriter::write_held() {
@@ -371,18 +217,9 @@ void DumpWriter::add_stack(std::string_view name, const std::vector<std::string>
   check_usable();
   format::DumpAssembly& a = *out_;
   building([&] {
-    uint32_t group = kNoString;
-    if (key != 0) {
-      if (auto it = a.stack_keys.find(key); it != a.stack_keys.end()) group = it->second;
-    }
-    if (group == kNoString) {
-      // A new key may still name frames an earlier stack had (under another key, or none).
-      group = a.group_of_frames(views(frames));
-      if (key != 0) a.stack_keys.emplace(key, group);
-    }
-    const auto& names = a.stacks.group_names[group];
-    if (!names.empty()) {
-      append(format::kRecStackRef, {name, a.stacks.strings.get(names.front())});
+    const uint32_t group = a.stack_group(key, frames);
+    if (auto first = a.group_first_name(group)) {
+      append(format::kRecStackRef, {name, *first});
     } else {
       std::vector<std::string_view> fields{name};
       for (const auto& f : frames) fields.emplace_back(f);
@@ -423,61 +260,6 @@ void DumpWriter::finish() {
   ::unlink(journal_path(dir_).c_str());
 }
 
-namespace {
-
-// Feeds a journal's intact records to an assembly (a stack reference to an entry without a stack
-// is ignored) and completes it.
-RecoverReport assemble(const char* data, size_t size, const std::string& name,
-                       format::DumpAssembly& a) {
-  format::JournalReader reader(data, size, name);
-  RecoverReport rep;
-  rep.had_journal = true;
-  rep.bytes_total = size;
-  format::JournalRecord r;
-  std::vector<std::string_view> frames;
-  while (reader.next(r)) {
-    ++rep.records;
-    switch (r.type) {
-      case format::kRecHeader:
-        a.header(r.fields);
-        break;
-      case format::kRecEntry:
-        if (r.fields.size() == 2) a.entry(r.fields[0], r.fields[1]);
-        break;
-      case format::kRecStack:
-        if (!r.fields.empty()) {
-          frames.assign(r.fields.begin() + 1, r.fields.end());
-          a.add_to_group(r.fields[0], a.group_of_frames(frames));
-        }
-        break;
-      case format::kRecStackRef:
-        if (r.fields.size() == 2) {
-          uint32_t g = a.group_of_name(r.fields[1]);
-          if (g != kNoString) a.add_to_group(r.fields[0], g);
-        }
-        break;
-      case format::kRecConstruct:
-        if (r.fields.size() == 2) a.construct_edge(r.fields[0], r.fields[1]);
-        break;
-      default:
-        break;
-    }
-  }
-  rep.bytes_dropped = size - reader.valid_bytes();
-  rep.detail = reader.stop_reason();
-  if (!a.have_header) {
-    if (!rep.detail.empty()) rep.detail += "; ";
-    rep.detail += "no header record (task/level/framework unknown)";
-  }
-  a.finish();
-  rep.entries = a.entries();
-  rep.stacks = a.stack_entries();
-  rep.constructs = a.constructs();
-  return rep;
-}
-
-}  // namespace
-
 AssembledDump assemble_journal(const std::string& path) {
   format::MappedFile file(path);
   return assemble_journal_bytes(file.data(), file.size(), path);
@@ -486,10 +268,8 @@ AssembledDump assemble_journal(const std::string& path) {
 AssembledDump assemble_journal_bytes(const char* data, size_t size, const std::string& name) {
   format::DumpAssembly a(nullptr);
   AssembledDump out;
-  out.report = assemble(data, size, name, a);
-  out.dump_json = std::move(a.dump_text);
-  out.stack_json = render_stack_json(a.stacks);
-  out.construct_json = std::move(a.construct_text);
+  out.report = format::assemble_records(data, size, name, a);
+  a.take_texts(out.dump_json, out.stack_json, out.construct_json);
   return out;
 }
 
@@ -504,7 +284,7 @@ RecoverReport assemble_to_files(const std::string& rank_dir) {
     format::MappedFile file(jpath);
     format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
     format::DumpAssembly a(&dump_file);
-    rep = assemble(file.data(), file.size(), jpath, a);
+    rep = format::assemble_records(file.data(), file.size(), jpath, a);
     a.commit(rank_dir, /*durable=*/true);
   }
   ::unlink(jpath.c_str());

@@ -25,7 +25,7 @@ namespace numprobe {
 
 namespace format {
 class AtomicFileWriter;
-struct DumpAssembly;
+class DumpAssembly;
 }  // namespace format
 
 inline constexpr const char* kJournalFileName = "dump.journal";

@@ -6,6 +6,7 @@
 // the first invalid record (a torn write at the tail).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ namespace numprobe::format {
 inline constexpr char kJournalMagic[8] = {'N', 'P', 'J', 'R', 'N', 'L', '0', '2'};
 inline constexpr char kJournalMagicV1[8] = {'N', 'P', 'J', 'R', 'N', 'L', '0', '1'};
 inline constexpr uint32_t kJournalMaxRecord = 1u << 30;
+// Journal writes are gathered up to this size, dump.json text too. Below glibc's mmap threshold
+// (128 KiB): the buffers never move to fresh, page-faulting pages.
+inline constexpr size_t kHeldBytes = size_t{64} << 10;
 
 enum JournalRecordType : char {
   kRecHeader = 'H',     // fields: key1, rendered value1, key2, value2, ... ; "data" marks its slot

@@ -42,7 +42,8 @@ class PyJsonWriter {
   void raw_value(std::string_view text);
   // For a value the caller writes itself: writes what precedes a value here (separator,
   // indentation) and returns the output, to which the caller appends exactly one complete value
-  // laid out for depth() and indent().
+  // laid out for depth() and indent(). Only format's own renderers (dump_render.cc's leaves)
+  // write this way; everyone else writes through the typed calls above.
   std::string& raw_begin() {
     before_value();
     return out_;

@@ -6,6 +6,7 @@
 #include "format/entry_name.h"
 #include "format/json_cursor.h"
 #include "format/mapped_file.h"
+#include "format/tensor_fields.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
 
@@ -50,17 +51,17 @@ class InternCache {
 class DumpParser {
  public:
   DumpParser(DumpFile& out, JsonCursor& cur) : d_(out), cur_(cur), cache_(out.strings) {
-    k_type_ = key_id("type");
+    k_type_ = key_id(format::tensor_field_key(kFieldType));
     k_value_ = key_id("value");
-    k_dtype_ = key_id("dtype");
-    k_shape_ = key_id("shape");
-    k_max_ = key_id("Max");
-    k_min_ = key_id("Min");
-    k_mean_ = key_id("Mean");
-    k_norm_ = key_id("Norm");
-    k_rg_ = key_id("requires_grad");
-    k_md5_ = key_id("md5");
-    k_data_ = key_id("data_name");
+    k_dtype_ = key_id(format::tensor_field_key(kFieldDtype));
+    k_shape_ = key_id(format::tensor_field_key(kFieldShape));
+    k_max_ = key_id(format::tensor_field_key(kFieldMax));
+    k_min_ = key_id(format::tensor_field_key(kFieldMin));
+    k_mean_ = key_id(format::tensor_field_key(kFieldMean));
+    k_norm_ = key_id(format::tensor_field_key(kFieldNorm));
+    k_rg_ = key_id(format::tensor_field_key(kFieldRequiresGrad));
+    k_md5_ = key_id(format::tensor_field_key(kFieldMd5));
+    k_data_ = key_id(format::tensor_field_key(kFieldDataName));
   }
 
   // release(offset) is called between entries so callers can drop consumed input.
@@ -209,7 +210,7 @@ class DumpParser {
     }
   }
 
-  uint32_t key_id(const char* k) { return d_.strings.intern(k); }
+  uint32_t key_id(std::string_view k) { return d_.strings.intern(k); }
 
   static bool stat_from(const Node& c, StatValue& s) {
     switch (c.kind) {
