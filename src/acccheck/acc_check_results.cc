@@ -7,9 +7,9 @@
 #include <cstring>
 #include <ctime>
 
-#include "format/csv.h"
-#include "format/file_util.h"
-#include "format/mapped_file.h"
+#include "base/csv.h"
+#include "base/file_util.h"
+#include "base/mapped_file.h"
 #include "numprobe/acc_check.h"
 #include "numprobe/error.h"
 
@@ -50,7 +50,7 @@ void append_file(const std::string& path, const std::string& bytes) {
 }
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  format::MappedFile f(path);
+  base::MappedFile f(path);
   return csv_parse(std::string_view(f.data() ? f.data() : "", f.size()), path);
 }
 
@@ -146,8 +146,8 @@ AccResultFiles AccResultFiles::create(const std::string& out_dir) {
   std::string r, d;
   append_row(r, acc_result_header());
   append_row(d, acc_details_header());
-  format::write_file_atomic(f.result_path_, r);
-  format::write_file_atomic(f.details_path_, d);
+  base::write_file_atomic(f.result_path_, r);
+  base::write_file_atomic(f.details_path_, d);
   return f;
 }
 
@@ -174,14 +174,14 @@ AccResultFiles AccResultFiles::resume(const std::string& result_csv, bool drop_u
   // of an API the result file does not list, and that API runs again.
   std::string kept;
   append_row(kept, acc_details_header());
-  if (format::file_exists(f.details_path_)) {
+  if (base::file_exists(f.details_path_)) {
     const auto details = read_csv(f.details_path_);
     check_header(details, acc_details_header(), f.details_path_);
     for (size_t i = 1; i < details.size(); ++i)
       if (!details[i].empty() && f.done(api_of_subject(details[i][0])))
         append_row(kept, details[i]);
   }
-  format::write_file_atomic(f.details_path_, kept);
+  base::write_file_atomic(f.details_path_, kept);
   return f;
 }
 

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <utility>
 
+#include "base/file_util.h"
 #include "core/npy.h"
 #include "format/dump_writer.h"
 #include "numprobe/dump.h"
@@ -33,21 +34,6 @@ constexpr size_t kMaxPooled = 8192;
 constexpr size_t kCacheChunk = 32;
 
 std::atomic<uint64_t> g_next_session_id{1};
-
-void make_dirs(const std::string& path) {
-  for (size_t pos = 1; pos <= path.size(); ++pos) {
-    if (pos == path.size() || path[pos] == '/') {
-      std::string part = path.substr(0, pos);
-      if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-        throw Error(part + ": cannot create directory");
-    }
-  }
-}
-
-bool file_exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -114,7 +100,7 @@ std::string CaptureSession::rank_dir() const {
 
 std::string CaptureSession::tensor_dir() {
   std::string dir = rank_dir() + "/dump_tensor_data";
-  make_dirs(dir);
+  base::make_dirs(dir);
   return dir;
 }
 
@@ -373,8 +359,8 @@ void CaptureSession::open_writer() {
   h.level = std::string(level_name(cfg_.level));
   if (cfg_.task == Task::kTensor) h.dump_data_dir = writer_dir_ + "/dump_tensor_data";
   std::string json = writer_dir_ + "/dump.json";
-  if (!file_exists(json)) {
-    make_dirs(writer_dir_);
+  if (!base::file_exists(json)) {
+    base::make_dirs(writer_dir_);
     writer_ = std::make_unique<DumpWriter>(writer_dir_, h);
     writer_->hold_writes();  // open_writer() runs inside a writer batch
     return;
@@ -382,9 +368,9 @@ void CaptureSession::open_writer() {
   DumpFile old = read_dump_json(json);
   StackTable stacks;
   ConstructTable constructs;
-  if (file_exists(writer_dir_ + "/stack.json"))
+  if (base::file_exists(writer_dir_ + "/stack.json"))
     stacks = read_stack_json(writer_dir_ + "/stack.json");
-  if (file_exists(writer_dir_ + "/construct.json"))
+  if (base::file_exists(writer_dir_ + "/construct.json"))
     constructs = read_construct_json(writer_dir_ + "/construct.json");
   writer_ = std::make_unique<DumpWriter>(writer_dir_, old);
   writer_->hold_writes();
@@ -446,7 +432,7 @@ void CaptureSession::run_job(Job& job) {
     t.resolve_stats();
     if (!t.pending.owner) continue;
     std::string dir = writer_dir_ + "/dump_tensor_data";
-    make_dirs(dir);
+    base::make_dirs(dir);
     write_npy(dir + "/" + t.data_name, t.pending.bytes(), t.pending.dtype, t.shape);
     size_t bytes = dtype_size(t.pending.dtype);
     for (int64_t d : t.shape) bytes *= static_cast<size_t>(d);

@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "base/file_util.h"
+#include "base/mapped_file.h"
 #include "cli/subcommand.h"
 #include "compare/compare_xlsx.h"
-#include "format/file_util.h"
-#include "format/mapped_file.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
@@ -72,13 +72,13 @@ class CompareCommand : public Subcommand {
       if (mappings.layer) {
         // What msprobe writes for -lm, so that its compare can rerun the pairing with -dm.
         const std::string l = label(p.target_where);
-        format::write_file_atomic(out_ + "/api_mapping_" + l + ".yaml",
-                                  render_mapping_yaml(p.generated_mappings.api));
-        format::write_file_atomic(out_ + "/data_mapping_" + l + ".yaml",
-                                  render_mapping_yaml(p.generated_mappings.data));
+        base::write_file_atomic(out_ + "/api_mapping_" + l + ".yaml",
+                                render_mapping_yaml(p.generated_mappings.api));
+        base::write_file_atomic(out_ + "/data_mapping_" + l + ".yaml",
+                                render_mapping_yaml(p.generated_mappings.data));
       }
     }
-    format::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
+    base::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     report(rep, secs);
     if (report_coverage(rep) == Coverage::kNothingCompared) {
@@ -111,7 +111,7 @@ class CompareCommand : public Subcommand {
   }
 
   void read_input_json() {
-    format::MappedFile f(input_);
+    base::MappedFile f(input_);
     CompareInput in = parse_compare_input(std::string_view(f.data(), f.size()), input_);
     target_ = in.target;
     golden_ = in.golden;

@@ -1,10 +1,10 @@
 // numprobe stats <file.npy|file.pt>...: the statistics line per file.
 #include <cstdio>
 
+#include "base/py_json_writer.h"
 #include "cli/subcommand.h"
 #include "core/hash.h"
 #include "core/stats.h"
-#include "format/py_json_writer.h"
 #include "format/tensor_file.h"
 #include "numprobe/error.h"
 
@@ -13,7 +13,7 @@ namespace {
 
 std::string py(double v) {
   std::string s;
-  format::append_py_float(s, v);
+  base::append_py_float(s, v);
   return s;
 }
 
@@ -71,7 +71,7 @@ class StatsCommand : public Subcommand {
     TensorStats s = compute_stats(f.data(), f.count(), f.dtype(), opt);
     if (json_) {
       std::string out = "{\"file\": ";
-      format::append_py_string(out, path);
+      base::append_py_string(out, path);
       out += ", \"dtype\": \"" + std::string(dtype_name(f.dtype())) + "\"";
       out += ", \"shape\": " + shape_text(f.shape());
       out += ", \"count\": " + std::to_string(s.count);

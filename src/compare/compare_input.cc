@@ -1,21 +1,21 @@
 #include <optional>
 
-#include "format/json_cursor.h"
+#include "base/json_cursor.h"
 #include "numprobe/compare.h"
 #include "numprobe/error.h"
 
 namespace numprobe {
 
 CompareInput parse_compare_input(std::string_view text, const std::string& name) {
-  format::JsonCursor c(text.data(), text.size(), name);
-  if (c.peek() != format::JsonType::kObject) c.fail_schema("compare.json must be a JSON object");
+  base::JsonCursor c(text.data(), text.size(), name);
+  if (c.peek() != base::JsonType::kObject) c.fail_schema("compare.json must be a JSON object");
   c.begin_object();
   CompareInput in;
   std::string_view k;
   while (c.next_key(k)) {
     std::string key(k);
     if (key == "npu_path" || key == "bench_path" || key == "stack_path") {
-      if (c.peek() != format::JsonType::kString) c.fail_schema(key + " must be a string");
+      if (c.peek() != base::JsonType::kString) c.fail_schema(key + " must be a string");
       std::string v(c.read_string());
       if (key == "npu_path") in.target = v;
       if (key == "bench_path") in.golden = v;
@@ -27,14 +27,14 @@ CompareInput parse_compare_input(std::string_view text, const std::string& name)
       // A file path, or true for the option without a file; false / null: off.
       std::optional<std::string> v;
       switch (c.peek()) {
-        case format::JsonType::kString:
+        case base::JsonType::kString:
           v = std::string(c.read_string());
           if (v->empty()) c.fail_schema(key + " must not be an empty path");
           break;
-        case format::JsonType::kBool:
+        case base::JsonType::kBool:
           if (c.read_bool()) v = std::string();
           break;
-        case format::JsonType::kNull:
+        case base::JsonType::kNull:
           c.read_null();
           break;
         default:

@@ -1,9 +1,9 @@
 // CSV and summary.json writers for compare results.
 #include <cmath>
 
-#include "format/csv.h"
-#include "format/file_util.h"
-#include "format/py_json_writer.h"
+#include "base/csv.h"
+#include "base/file_util.h"
+#include "base/py_json_writer.h"
 #include "numprobe/compare.h"
 
 namespace numprobe {
@@ -13,7 +13,7 @@ std::string num(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::string s;
-  format::append_py_float(s, v);
+  base::append_py_float(s, v);
   return s;
 }
 
@@ -84,7 +84,7 @@ class RowCells {
 
 // The metrics behind a verdict. JSON has no NaN/Inf: those are written as strings so strict
 // readers load the summary.
-void write_evidence(format::PyJsonWriter& w, const PairResult& p, const RowResult& r) {
+void write_evidence(base::PyJsonWriter& w, const PairResult& p, const RowResult& r) {
   auto number = [&](const char* k, bool has, double v) {
     w.key(k);
     if (!has) {
@@ -294,7 +294,7 @@ std::string render_compare_csv(const PairResult& p, bool with_stack) {
 
 void write_compare_csv(const std::string& path, const PairResult& p, bool with_stack) {
   // Atomic (never a partial file) but not fsynced: a report can be made again.
-  format::AtomicFileWriter w(path, /*durable=*/false);
+  base::AtomicFileWriter w(path, /*durable=*/false);
   emit_compare_csv(p, with_stack, [&](const std::string& piece) { w.write(piece); });
   w.commit();
 }
@@ -303,7 +303,7 @@ namespace {
 
 // A suspect (the first one is first_divergence): the fields first_divergence always had, then
 // what the judgement adds.
-void write_suspect(format::PyJsonWriter& w, const PairResult& p, const FirstDivergence& f) {
+void write_suspect(base::PyJsonWriter& w, const PairResult& p, const FirstDivergence& f) {
   w.begin_object();
   w.key("entry");
   w.string_value(f.entry);
@@ -350,7 +350,7 @@ void write_suspect(format::PyJsonWriter& w, const PairResult& p, const FirstDive
 
 std::string render_summary_json(const CompareReport& rep) {
   std::string out;
-  format::PyJsonWriter w(out, 1, 0);
+  base::PyJsonWriter w(out, 1, 0);
   w.begin_object();
   w.key("mode");
   w.string_value(rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode));

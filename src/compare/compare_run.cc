@@ -9,9 +9,9 @@
 
 #include <cmath>
 
+#include "base/worker_pool.h"
 #include "compare/inplace_module_inputs.h"
 #include "compare/judgement.h"
-#include "core/worker_pool.h"
 #include "format/entry_name.h"
 #include "format/tensor_file.h"
 #include "numprobe/compare.h"
@@ -166,26 +166,6 @@ void judge(PairResult& p, RowResult& r) {
   if (t.requires_grad != g.requires_grad) {
     set(r, RowStatus::kWarning, "requires_grad_mismatch", "Requires_grad inconsistent.");
   }
-}
-
-// Calls fn(i) for i in [0, n) on up to `threads` threads (the caller's included). The first
-// exception, by index, is rethrown once all calls are done.
-void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
-  if (threads <= 1 || n <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::vector<std::exception_ptr> errors(n);
-  WorkerPool pool(std::min<size_t>(threads, n) - 1);
-  pool.run(n, [&](size_t i) {
-    try {
-      fn(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  });
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace
@@ -421,10 +401,7 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < n_workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& worker : pool) worker.join();
+  parallel_for(n_workers, static_cast<unsigned>(n_workers), [&](size_t) { work(); });
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   // A side file that exists but cannot be read (a truncated stack.json, say) leaves its columns

@@ -1,8 +1,8 @@
 // The four mapping files of `numprobe compare` (docs/format.md, "Mapping files").
 #include <algorithm>
 
+#include "base/mapped_file.h"
 #include "compare/yaml_subset.h"
-#include "format/mapped_file.h"
 #include "numprobe/compare/mapping.h"
 #include "numprobe/error.h"
 
@@ -63,7 +63,7 @@ std::vector<std::string> index_list(const y::Node& n, const std::string& name,
 }
 
 std::string read_text(const std::string& path) {
-  format::MappedFile f(path);
+  base::MappedFile f(path);
   return std::string(f.data() ? f.data() : "", f.size());
 }
 

@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/py_json_writer.h"
 #include "core/hash.h"
 #include "format/entry_name.h"
-#include "format/py_json_writer.h"
 #include "numprobe/compare/rows.h"
 
 namespace numprobe {
@@ -19,7 +19,7 @@ std::string py_str(const DumpFile& d, const Node& n, NodeKind k) {
     case NodeKind::kInt:
       return std::to_string(n.i);
     case NodeKind::kFloat:
-      format::append_py_float(s, n.f);
+      base::append_py_float(s, n.f);
       if (s == "NaN") return "nan";
       if (s == "Infinity") return "inf";
       if (s == "-Infinity") return "-inf";

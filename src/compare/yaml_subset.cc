@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "format/utf8.h"
+#include "base/utf8.h"
 #include "numprobe/error.h"
 
 namespace numprobe::compare_yaml {
@@ -363,7 +363,7 @@ class Parser {
               }
             }
             if (cp >= 0xD800 && cp <= 0xDFFF) error(l, k, "surrogate code point in escape");
-            format::append_utf8(out, cp);
+            base::append_utf8(out, cp);
             k += digits;
             break;
           }

@@ -1,11 +1,7 @@
-// .npy files: memory-mapped reading and atomic writing. Header parsing is in npy_header.cc.
+// .npy files: memory-mapped reading and atomic writing (on base's MappedFile and
+// AtomicFileWriter). Header parsing is in npy_header.cc.
 
 #include "core/npy.h"
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,36 +10,14 @@
 #include <string>
 #include <utility>
 
+#include "base/file_util.h"
+#include "base/mapped_file.h"
 #include "numprobe/error.h"
 
 namespace numprobe {
 namespace {
 
 constexpr size_t kAlign = 64;  // numpy's ARRAY_ALIGN
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now and reports the error close() gives (delayed write errors surface here).
-  int release_close() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
-std::string errno_text() {
-  return std::strerror(errno);
-}
 
 // The dict exactly as numpy.save writes it (sorted keys, repr() values, trailing ", }"), followed
 // by numpy's spare room for growing the first (C order) or last (Fortran order) axis in place.
@@ -87,21 +61,6 @@ std::string build_header(const std::string& dict) {
     return out;
   }
   throw Error("write_npy: header too large");
-}
-
-void write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    // Linux transfers at most ~2 GiB per call.
-    const size_t chunk = std::min(size, size_t{1} << 30);
-    const ssize_t n = ::write(fd, p, chunk);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error("write_npy: cannot write " + path + ": " + errno_text());
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
 }
 
 }  // namespace
@@ -152,66 +111,30 @@ void write_npy(const std::string& path, const void* data, DType dtype,
   if (bytes > 0 && data == nullptr) throw Error("write_npy: null data for " + path);
   const std::string header = build_header(header_dict(descr, fortran_order, shape));
 
-  const std::string tmp = path + ".tmp";
-  try {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) throw Error("write_npy: cannot create " + tmp + ": " + errno_text());
-    write_all(fd.get(), header.data(), header.size(), tmp);
-    write_all(fd.get(), data, bytes, tmp);
-    if (fd.release_close() != 0)
-      throw Error("write_npy: cannot write " + tmp + ": " + errno_text());
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw Error("write_npy: cannot rename " + tmp + " to " + path + ": " + errno_text());
-    }
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
+  // Not durable (no fsync): a reader never sees a half-written file, which is what tensor dumps
+  // need.
+  base::AtomicFileWriter out(path, /*durable=*/false);
+  out.write(header);
+  out.write(std::string_view(static_cast<const char*>(data), bytes));
+  out.commit();
 }
 
 NpyFile NpyFile::open(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw InputError(path, "cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw InputError(path, "cannot stat: " + errno_text());
-  if (!S_ISREG(st.st_mode)) throw InputError(path, "not a regular file");
-  const auto size = static_cast<size_t>(st.st_size);
-  if (size == 0) throw InputError(path, "empty file, not a .npy file", 0);
-
   NpyFile f;
   f.path_ = path;
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (map == MAP_FAILED) throw InputError(path, "cannot mmap: " + errno_text());
-  f.map_ = map;
-  f.map_size_ = size;
-  // f's destructor unmaps if parsing throws.
-  f.header_ = parse_npy_header(static_cast<const uint8_t*>(map), size, path);
+  f.map_ = std::make_unique<base::MappedFile>(path);
+  if (f.map_->size() == 0) throw InputError(path, "empty file, not a .npy file", 0);
+  f.header_ =
+      parse_npy_header(reinterpret_cast<const uint8_t*>(f.map_->data()), f.map_->size(), path);
   return f;
 }
 
-NpyFile::NpyFile(NpyFile&& o) noexcept
-    : path_(std::move(o.path_)),
-      header_(std::move(o.header_)),
-      map_(std::exchange(o.map_, nullptr)),
-      map_size_(std::exchange(o.map_size_, 0)) {}
-
-NpyFile& NpyFile::operator=(NpyFile&& o) noexcept {
-  if (this != &o) {
-    if (map_) ::munmap(map_, map_size_);
-    path_ = std::move(o.path_);
-    header_ = std::move(o.header_);
-    map_ = std::exchange(o.map_, nullptr);
-    map_size_ = std::exchange(o.map_size_, 0);
-  }
-  return *this;
-}
-
-NpyFile::~NpyFile() {
-  if (map_) ::munmap(map_, map_size_);
-}
+NpyFile::NpyFile(NpyFile&&) noexcept = default;
+NpyFile& NpyFile::operator=(NpyFile&&) noexcept = default;
+NpyFile::~NpyFile() = default;
 
 const void* NpyFile::data() const {
-  return map_ ? static_cast<const uint8_t*>(map_) + header_.data_offset : nullptr;
+  return map_ ? reinterpret_cast<const uint8_t*>(map_->data()) + header_.data_offset : nullptr;
 }
 
 DType resolve_npy_dtype(const NpyHeader& h, DType declared) {

@@ -15,6 +15,9 @@
 #include "numprobe/dtype.h"
 
 namespace numprobe {
+namespace base {
+class MappedFile;
+}  // namespace base
 
 struct NpyHeader {
   int major_version = 1;
@@ -61,8 +64,7 @@ class NpyFile {
   NpyFile() = default;
   std::string path_;
   NpyHeader header_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
+  std::unique_ptr<base::MappedFile> map_;
 };
 
 // The element type of a file's data: its own dtype, or, for raw-bits files ('<u2', '|u1' parse as

@@ -1,7 +1,7 @@
 #include "core/stats.h"
 
+#include "base/worker_pool.h"
 #include "core/hash.h"
-#include "core/worker_pool.h"
 
 #include <algorithm>
 #include <array>

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/json_cursor.h"
+#include "base/mapped_file.h"
 #include "format/entry_name.h"
-#include "format/json_cursor.h"
-#include "format/mapped_file.h"
 #include "format/tensor_fields.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
@@ -13,8 +13,8 @@
 namespace numprobe {
 namespace {
 
-using format::JsonCursor;
-using format::JsonType;
+using base::JsonCursor;
+using base::JsonType;
 
 // Keys and dtype/type strings repeat thousands of times; a small direct-mapped cache in front of
 // the string pool turns most interning into one compare instead of a hash-table probe.
@@ -50,7 +50,7 @@ class InternCache {
 
 class DumpParser {
  public:
-  DumpParser(DumpFile& out, JsonCursor& cur) : d_(out), cur_(cur), cache_(out.strings) {
+  DumpParser(DumpFile& out, base::JsonCursor& cur) : d_(out), cur_(cur), cache_(out.strings) {
     k_type_ = key_id(format::tensor_field_key(kFieldType));
     k_value_ = key_id("value");
     k_dtype_ = key_id(format::tensor_field_key(kFieldDtype));
@@ -71,7 +71,8 @@ class DumpParser {
     header.emplace_back();
     header[0].kind = NodeKind::kDict;
     bool seen_data = false, seen_bare = false;
-    if (cur_.peek() != JsonType::kObject) cur_.fail_schema("a dump.json must be a JSON object");
+    if (cur_.peek() != base::JsonType::kObject)
+      cur_.fail_schema("a dump.json must be a JSON object");
     cur_.begin_object();
     std::string_view key;
     uint32_t position = 0;
@@ -81,7 +82,7 @@ class DumpParser {
         seen_data = true;
         d_.data_position = position;
         parse_data(release);
-      } else if (cur_.peek() == JsonType::kObject && looks_like_entry(key)) {
+      } else if (cur_.peek() == base::JsonType::kObject && looks_like_entry(key)) {
         // msprobe's older api_info files (acc_check's forward.json) hold entries at top level.
         if (!seen_bare) d_.data_position = position;
         seen_bare = true;
@@ -112,7 +113,8 @@ class DumpParser {
  private:
   template <typename Release>
   void parse_data(Release&& release) {
-    if (cur_.peek() != JsonType::kObject) cur_.fail_schema("\"data\" must be an object of entries");
+    if (cur_.peek() != base::JsonType::kObject)
+      cur_.fail_schema("\"data\" must be an object of entries");
     cur_.begin_object();
     std::string_view key;
     while (cur_.next_key(key)) {
@@ -124,7 +126,7 @@ class DumpParser {
   void parse_entry(std::string_view key) {
     DumpEntry e;
     e.name = d_.strings.intern(key);
-    if (cur_.peek() != JsonType::kObject) {
+    if (cur_.peek() != base::JsonType::kObject) {
       cur_.fail_schema("entry \"" + std::string(d_.strings.get(e.name)) +
                        "\" is not an object (expected input_args/output/... members)");
     }
@@ -143,18 +145,18 @@ class DumpParser {
     Node n;
     n.key = key;
     switch (cur_.peek()) {
-      case JsonType::kNull:
+      case base::JsonType::kNull:
         cur_.read_null();
         n.kind = NodeKind::kNull;
         v.push_back(n);
         return;
-      case JsonType::kBool:
+      case base::JsonType::kBool:
         n.kind = NodeKind::kBool;
         n.b = cur_.read_bool();
         v.push_back(n);
         return;
-      case JsonType::kNumber: {
-        format::JsonNumber num = cur_.read_number();
+      case base::JsonType::kNumber: {
+        base::JsonNumber num = cur_.read_number();
         if (num.is_int) {
           n.kind = NodeKind::kInt;
           n.i = num.int_value;
@@ -165,12 +167,12 @@ class DumpParser {
         v.push_back(n);
         return;
       }
-      case JsonType::kString:
+      case base::JsonType::kString:
         n.kind = NodeKind::kString;
         n.str = cache_.intern(cur_.read_string());
         v.push_back(n);
         return;
-      case JsonType::kArray: {
+      case base::JsonType::kArray: {
         size_t at = v.size();
         n.kind = NodeKind::kList;
         n.count = 0;
@@ -185,7 +187,7 @@ class DumpParser {
         v[at].span = static_cast<uint32_t>(v.size() - at);
         return;
       }
-      case JsonType::kObject: {
+      case base::JsonType::kObject: {
         size_t at = v.size();
         size_t obj_start = cur_.offset();
         n.kind = NodeKind::kDict;
@@ -336,7 +338,7 @@ class DumpParser {
   }
 
   DumpFile& d_;
-  JsonCursor& cur_;
+  base::JsonCursor& cur_;
   InternCache cache_;
   uint32_t k_type_, k_value_, k_dtype_, k_shape_, k_max_, k_min_, k_mean_, k_norm_, k_rg_, k_md5_,
       k_data_;
@@ -413,7 +415,7 @@ size_t DumpFile::memory_bytes() const {
 DumpFile parse_dump_json(std::string_view text, const std::string& name) {
   DumpFile d;
   d.path = name;
-  JsonCursor cur(text.data(), text.size(), name);
+  base::JsonCursor cur(text.data(), text.size(), name);
   DumpParser(d, cur).parse([](size_t) {});
   // Growth by doubling leaves up to half of each array unused; a dump is read once and kept.
   d.nodes.shrink_to_fit();
@@ -425,10 +427,10 @@ DumpFile parse_dump_json(std::string_view text, const std::string& name) {
 }
 
 DumpFile read_dump_json(const std::string& path, const ReadOptions& opt) {
-  format::MappedFile file(path);
+  base::MappedFile file(path);
   DumpFile d;
   d.path = path;
-  JsonCursor cur(file.data(), file.size(), path);
+  base::JsonCursor cur(file.data(), file.size(), path);
   // Reserve about twice what msprobe-style text needs (one node per ~110 bytes, one tensor per
   // ~330): untouched reserved pages cost no memory, and the arrays never get copied while growing.
   const size_t n = file.size();

@@ -1,6 +1,6 @@
 #include "format/dump_assembly.h"
 
-#include "format/file_util.h"
+#include "base/file_util.h"
 #include "format/journal.h"
 
 namespace numprobe::format {
@@ -15,7 +15,7 @@ bool first_time(StringPool& pool, std::string_view s) {
 
 }  // namespace
 
-DumpAssembly::DumpAssembly(AtomicFileWriter* file) : file_(file) {
+DumpAssembly::DumpAssembly(base::AtomicFileWriter* file) : file_(file) {
   dump_text_.reserve(kHeldBytes + kHeldBytes / 2);
   construct_.begin_object();
 }
@@ -39,7 +39,8 @@ uint32_t DumpAssembly::stack_group(uint64_t key, const std::vector<std::string>&
     if (auto it = stack_keys_.find(key); it != stack_keys_.end()) return it->second;
   }
   // A new key may still name frames an earlier stack had (under another key, or none).
-  const uint32_t group = group_of_frames(std::vector<std::string_view>(frames.begin(), frames.end()));
+  const uint32_t group =
+      group_of_frames(std::vector<std::string_view>(frames.begin(), frames.end()));
   if (key != 0) stack_keys_.emplace(key, group);
   return group;
 }
@@ -75,7 +76,8 @@ std::optional<std::string_view> DumpAssembly::group_first_name(uint32_t group) c
 
 void DumpAssembly::add_to_group(std::string_view name, uint32_t group) {
   uint32_t name_id = stacks_.strings.intern(name);
-  if (stacks_.group_of.emplace(name_id, group).second) stacks_.group_names[group].push_back(name_id);
+  if (stacks_.group_of.emplace(name_id, group).second)
+    stacks_.group_names[group].push_back(name_id);
 }
 
 void DumpAssembly::construct_edge(std::string_view name, std::string_view rendered_parent) {
@@ -97,9 +99,9 @@ void DumpAssembly::finish() {
 }
 
 void DumpAssembly::commit(const std::string& dir, bool durable) {
-  AtomicFileWriter stack_file(dir + "/stack.json", durable);
+  base::AtomicFileWriter stack_file(dir + "/stack.json", durable);
   stack_file.write(render_stack_json(stacks_));
-  AtomicFileWriter construct_file(dir + "/construct.json", durable);
+  base::AtomicFileWriter construct_file(dir + "/construct.json", durable);
   construct_file.write(construct_text_);
   stack_file.commit();
   construct_file.commit();

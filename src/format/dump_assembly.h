@@ -15,20 +15,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/file_util.h"
+#include "base/py_json_writer.h"
 #include "format/dump_writer.h"
-#include "format/py_json_writer.h"
 #include "numprobe/stack_construct.h"
 #include "numprobe/string_pool.h"
 
 namespace numprobe::format {
 
-class AtomicFileWriter;
-
 class DumpAssembly {
  public:
   // file: where dump.json's text goes as it is built (commit() commits it); null: the texts stay in
   // memory for take_texts().
-  explicit DumpAssembly(AtomicFileWriter* file);
+  explicit DumpAssembly(base::AtomicFileWriter* file);
 
   // fields: key, rendered value, ...; the pair ("data", "") marks the slot of the entries.
   void header(const std::vector<std::string_view>& fields);
@@ -65,9 +64,9 @@ class DumpAssembly {
   // Writes the header members before "data" and opens it; the rest waits for finish().
   void open_data(const std::vector<std::string_view>* fields);
 
-  AtomicFileWriter* file_;
+  base::AtomicFileWriter* file_;
   std::string dump_text_;
-  PyJsonWriter dump_{dump_text_, 1, 0};
+  base::PyJsonWriter dump_{dump_text_, 1, 0};
   bool have_header_ = false;
   bool data_open_ = false;
   std::vector<std::string> after_data_;  // header members after "data": key, value, ...
@@ -76,7 +75,7 @@ class DumpAssembly {
   std::unordered_map<std::string, uint32_t> stack_groups_;  // frames joined by '\0' -> group
   std::unordered_map<uint64_t, uint32_t> stack_keys_;       // the writer's stack keys -> group
   std::string construct_text_;
-  PyJsonWriter construct_{construct_text_, 1, 0};
+  base::PyJsonWriter construct_{construct_text_, 1, 0};
   StringPool construct_names_;
 };
 

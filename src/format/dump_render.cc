@@ -8,7 +8,7 @@
 namespace numprobe::format {
 namespace {
 
-void render_stat(const StatValue& s, PyJsonWriter& w) {
+void render_stat(const StatValue& s, base::PyJsonWriter& w) {
   switch (s.kind) {
     case StatKind::kAbsent:
     case StatKind::kNull:
@@ -26,7 +26,7 @@ void render_stat(const StatValue& s, PyJsonWriter& w) {
   }
 }
 
-void render_tensor(const DumpFile& d, const TensorLeaf& t, PyJsonWriter& w) {
+void render_tensor(const DumpFile& d, const TensorLeaf& t, base::PyJsonWriter& w) {
   std::vector<uint32_t> extras;
   if (t.extras != kNoNode) {
     for (uint32_t c : children(d.extra_nodes, t.extras)) extras.push_back(c);
@@ -79,7 +79,7 @@ void render_tensor(const DumpFile& d, const TensorLeaf& t, PyJsonWriter& w) {
 }
 
 // Writes the scalar payload of n as if it had kind k.
-void render_scalar(const DumpFile& d, const Node& n, NodeKind k, PyJsonWriter& w) {
+void render_scalar(const DumpFile& d, const Node& n, NodeKind k, base::PyJsonWriter& w) {
   switch (k) {
     case NodeKind::kBool:
       w.bool_value(n.b);
@@ -176,7 +176,7 @@ class LeafText {
   // floats, four integers, and the strings with every byte escaped as \u00XX.
   size_t bound(const LeafValues& t) const {
     const size_t line = inner_ + step_ + 2;
-    return 13 * (line + 20) + 4 * kMaxPyFloatChars + 4 * 24 + t.ndim * (line + 24) +
+    return 13 * (line + 20) + 4 * base::kMaxPyFloatChars + 4 * 24 + t.ndim * (line + 24) +
            6 * (t.type.size() + t.dtype.size() + t.data_name.size() + t.md5.size()) + 64;
   }
   void put(std::string_view text) {
@@ -201,7 +201,7 @@ class LeafText {
   void stat(TensorField f, bool present, double v) {
     key(f);
     if (present)
-      p_ += format_py_float(p_, v);
+      p_ += base::format_py_float(p_, v);
     else
       put("null");
   }
@@ -221,7 +221,7 @@ class LeafText {
       return;
     }
     std::string escaped;
-    append_py_string(escaped, s);
+    base::append_py_string(escaped, s);
     put(escaped);
   }
 
@@ -234,12 +234,13 @@ class LeafText {
 
 }  // namespace
 
-void render_leaf(const LeafValues& v, PyJsonWriter& w) {
+void render_leaf(const LeafValues& v, base::PyJsonWriter& w) {
   const int depth = w.depth(), indent = w.indent();
   LeafText(w.raw_begin(), depth, indent).render(v);
 }
 
-void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx, PyJsonWriter& w) {
+void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx,
+                 base::PyJsonWriter& w) {
   const Node& n = nodes[idx];
   switch (n.kind) {
     case NodeKind::kNull:
@@ -279,7 +280,7 @@ void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx
 
 std::string render_entry_body(const DumpFile& d, size_t i) {
   std::string out;
-  PyJsonWriter w(out, 1, 2);
+  base::PyJsonWriter w(out, 1, 2);
   render_node(d, d.nodes, d.entries[i].node, w);
   return out;
 }
@@ -289,7 +290,7 @@ std::vector<std::pair<std::string, std::string>> render_header_members(const Dum
   if (d.header == kNoNode) return members;
   for (uint32_t c : children(d.nodes, d.header)) {
     std::string text;
-    PyJsonWriter w(text, 1, 1);
+    base::PyJsonWriter w(text, 1, 1);
     render_node(d, d.nodes, c, w);
     members.emplace_back(std::string(d.str(d.nodes[c].key)), std::move(text));
   }
@@ -299,7 +300,7 @@ std::vector<std::pair<std::string, std::string>> render_header_members(const Dum
 std::string render_dump_json(const DumpFile& d) {
   std::string out;
   out.reserve(d.entries.size() * 2048);
-  PyJsonWriter w(out, 1, 0);
+  base::PyJsonWriter w(out, 1, 0);
   w.begin_object();
   auto header = render_header_members(d);
   auto write_data = [&] {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "base/file_util.h"
 #include "format/entry_name.h"
-#include "format/file_util.h"
 
 namespace numprobe {
 namespace {
@@ -84,8 +84,8 @@ RankSummary summarize_rank(const RankDump& rd, bool check_data_files) {
       }
       if (t.data_name != kNoString) {
         ++s.tensors_with_data;
-        if (check_data_files && !format::file_exists(rd.where.dir + "/dump_tensor_data/" +
-                                                     std::string(d.str(t.data_name)))) {
+        if (check_data_files && !base::file_exists(rd.where.dir + "/dump_tensor_data/" +
+                                                   std::string(d.str(t.data_name)))) {
           ++s.data_files_missing;
         }
       }

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "base/file_util.h"
 #include "format/dump_writer.h"
-#include "format/file_util.h"
 #include "numprobe/error.h"
 
 namespace fs = std::filesystem;
@@ -26,8 +26,8 @@ RankLocation locate(const fs::path& dir, const fs::path& json) {
   RankLocation loc;
   loc.dir = dir.string();
   loc.dump_json = json.string();
-  loc.has_dump_json = format::file_exists(loc.dump_json);
-  loc.has_journal = format::file_exists((dir / kJournalFileName).string());
+  loc.has_dump_json = base::file_exists(loc.dump_json);
+  loc.has_journal = base::file_exists((dir / kJournalFileName).string());
   // Names come from the normalised absolute path: "rank0/", "." and "./dump.json" still say where
   // they are.
   std::error_code ec;
@@ -50,8 +50,8 @@ RankLocation locate(const fs::path& dir, const fs::path& json) {
 
 void walk(const fs::path& dir, int depth, std::vector<RankLocation>& out) {
   std::error_code ec;
-  if (format::file_exists((dir / "dump.json").string()) ||
-      format::file_exists((dir / kJournalFileName).string())) {
+  if (base::file_exists((dir / "dump.json").string()) ||
+      base::file_exists((dir / kJournalFileName).string())) {
     out.push_back(locate(dir, dir / "dump.json"));
     return;
   }
@@ -126,7 +126,7 @@ RankDump load_rank_dump(const RankLocation& where, const ReadOptions& opt) {
   if (!side_files) return r;
   auto side = [&](const char* file, auto reader, auto& slot) {
     std::string path = where.dir + "/" + file;
-    if (!format::file_exists(path)) {
+    if (!base::file_exists(path)) {
       r.problems.push_back(std::string(file) + " missing");
       return;
     }

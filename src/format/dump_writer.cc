@@ -6,15 +6,14 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <unordered_map>
 
+#include "base/file_util.h"
+#include "base/mapped_file.h"
+#include "base/py_json_writer.h"
 #include "format/dump_assembly.h"
 #include "format/dump_render.h"
-#include "format/file_util.h"
 #include "format/journal.h"
-#include "format/mapped_file.h"
-#include "format/py_json_writer.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
 #include "numprobe/stack_construct.h"
@@ -40,7 +39,7 @@ bool journal_in_use(const std::string& path) {
 std::vector<std::string> header_fields(const DumpHeader& h) {
   auto str = [](std::string_view s) {
     std::string out;
-    format::append_py_string(out, s);
+    base::append_py_string(out, s);
     return out;
   };
   return {"task",          str(h.task),
@@ -88,7 +87,7 @@ DumpWriter::DumpWriter(const std::string& rank_dir, const DumpFile& header_from,
 void DumpWriter::append_header(const std::vector<std::string_view>& fields) {
   try {
     dump_file_ =
-        std::make_unique<format::AtomicFileWriter>(dir_ + "/dump.json", opt_.sync_each_record);
+        std::make_unique<base::AtomicFileWriter>(dir_ + "/dump.json", opt_.sync_each_record);
     out_ = std::make_unique<format::DumpAssembly>(dump_file_.get());
     append(format::kRecHeader, fields);
     out_->header(fields);
@@ -118,9 +117,7 @@ DumpWriter::~DumpWriter() {
 }
 
 void DumpWriter::open_journal() {
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) throw Error(dir_ + ": cannot create directory: " + ec.message());
+  base::make_dirs(dir_);
   std::string path = journal_path(dir_);
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
@@ -233,7 +230,7 @@ void DumpWriter::add_construct(std::string_view name, std::optional<std::string_
   std::string value = "null";
   if (parent) {
     value.clear();
-    format::append_py_string(value, *parent);
+    base::append_py_string(value, *parent);
   }
   append(format::kRecConstruct, {name, value});
   building([&] { out_->construct_edge(name, value); });
@@ -261,7 +258,7 @@ void DumpWriter::finish() {
 }
 
 AssembledDump assemble_journal(const std::string& path) {
-  format::MappedFile file(path);
+  base::MappedFile file(path);
   return assemble_journal_bytes(file.data(), file.size(), path);
 }
 
@@ -281,8 +278,8 @@ RecoverReport assemble_to_files(const std::string& rank_dir) {
   const std::string jpath = journal_path(rank_dir);
   RecoverReport rep;
   {
-    format::MappedFile file(jpath);
-    format::AtomicFileWriter dump_file(rank_dir + "/dump.json");
+    base::MappedFile file(jpath);
+    base::AtomicFileWriter dump_file(rank_dir + "/dump.json");
     format::DumpAssembly a(&dump_file);
     rep = format::assemble_records(file.data(), file.size(), jpath, a);
     a.commit(rank_dir, /*durable=*/true);
@@ -294,7 +291,7 @@ RecoverReport assemble_to_files(const std::string& rank_dir) {
 }  // namespace
 
 RecoverReport recover_rank_dir(const std::string& rank_dir) {
-  if (!format::file_exists(journal_path(rank_dir))) return RecoverReport{};
+  if (!base::file_exists(journal_path(rank_dir))) return RecoverReport{};
   // Recovering a live journal would remove it under its writer, and lose every record after.
   if (journal_in_use(journal_path(rank_dir))) {
     throw Error(journal_path(rank_dir) +

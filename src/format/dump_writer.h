@@ -23,8 +23,10 @@
 
 namespace numprobe {
 
-namespace format {
+namespace base {
 class AtomicFileWriter;
+}  // namespace base
+namespace format {
 class DumpAssembly;
 }  // namespace format
 
@@ -102,8 +104,8 @@ class DumpWriter {
   bool holding_ = false;
   bool failed_ = false;
   std::string buf_;
-  std::unique_ptr<format::AtomicFileWriter> dump_file_;  // dump.json.tmp, written as entries come
-  std::unique_ptr<format::DumpAssembly> out_;            // the three files, built as records come
+  std::unique_ptr<base::AtomicFileWriter> dump_file_;  // dump.json.tmp, written as entries come
+  std::unique_ptr<format::DumpAssembly> out_;          // the three files, built as records come
 };
 
 struct AssembledDump {

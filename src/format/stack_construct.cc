@@ -1,23 +1,24 @@
 #include <charconv>
 
-#include "format/json_cursor.h"
-#include "format/mapped_file.h"
-#include "format/py_json_writer.h"
+#include "base/json_cursor.h"
+#include "base/mapped_file.h"
+#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/stack_construct.h"
 
 namespace numprobe {
 namespace {
 
-using format::JsonCursor;
-using format::JsonType;
+using base::JsonCursor;
+using base::JsonType;
 
-std::vector<uint32_t> read_string_list(JsonCursor& c, StringPool& pool, const char* what) {
+std::vector<uint32_t> read_string_list(base::JsonCursor& c, StringPool& pool, const char* what) {
   std::vector<uint32_t> out;
-  if (c.peek() != JsonType::kArray) c.fail_schema(std::string(what) + " must be a list of strings");
+  if (c.peek() != base::JsonType::kArray)
+    c.fail_schema(std::string(what) + " must be a list of strings");
   c.begin_array();
   while (c.next_item()) {
-    if (c.peek() != JsonType::kString)
+    if (c.peek() != base::JsonType::kString)
       c.fail_schema(std::string(what) + " must be a list of strings");
     out.push_back(pool.intern(c.read_string()));
   }
@@ -43,20 +44,21 @@ const std::vector<uint32_t>* StackTable::frames_of(std::string_view name) const 
 
 StackTable parse_stack_json(std::string_view text, const std::string& name) {
   StackTable t;
-  JsonCursor c(text.data(), text.size(), name);
-  if (c.peek() != JsonType::kObject) c.fail_schema("stack.json must be a JSON object");
+  base::JsonCursor c(text.data(), text.size(), name);
+  if (c.peek() != base::JsonType::kObject) c.fail_schema("stack.json must be a JSON object");
   c.begin_object();
   std::string_view key;
   bool first = true;
   while (c.next_key(key)) {
     // The de-duplicated format has numeric keys and [[names], [frames]] values.
     if (first) {
-      t.deduplicated = is_group_index(key) && c.peek() == JsonType::kArray;
+      t.deduplicated = is_group_index(key) && c.peek() == base::JsonType::kArray;
       first = false;
     }
     auto g = static_cast<uint32_t>(t.group_frames.size());
     if (t.deduplicated) {
-      if (c.peek() != JsonType::kArray) c.fail_schema("stack group must be [[names], [frames]]");
+      if (c.peek() != base::JsonType::kArray)
+        c.fail_schema("stack group must be [[names], [frames]]");
       c.begin_array();
       if (!c.next_item()) c.fail_schema("stack group must be [[names], [frames]]");
       t.group_names.push_back(read_string_list(c, t.strings, "stack group names"));
@@ -75,7 +77,7 @@ StackTable parse_stack_json(std::string_view text, const std::string& name) {
 }
 
 StackTable read_stack_json(const std::string& path) {
-  format::MappedFile f(path);
+  base::MappedFile f(path);
   return parse_stack_json(std::string_view(f.data(), f.size()), path);
 }
 
@@ -89,34 +91,35 @@ std::optional<std::string_view> ConstructTable::parent_of(std::string_view node)
 
 ConstructTable parse_construct_json(std::string_view text, const std::string& name) {
   ConstructTable t;
-  JsonCursor c(text.data(), text.size(), name);
-  if (c.peek() != JsonType::kObject) c.fail_schema("construct.json must be a JSON object");
+  base::JsonCursor c(text.data(), text.size(), name);
+  if (c.peek() != base::JsonType::kObject) c.fail_schema("construct.json must be a JSON object");
   c.begin_object();
   std::string_view key;
   while (c.next_key(key)) {
     ConstructEdge e;
     e.node = t.strings.intern(key);
     switch (c.peek()) {
-      case JsonType::kNull:
+      case base::JsonType::kNull:
         c.read_null();
         break;
-      case JsonType::kString:
+      case base::JsonType::kString:
         e.parent = t.strings.intern(c.read_string());
         break;
-      case JsonType::kArray:
+      case base::JsonType::kArray:
         e.parent_is_list = true;
         c.begin_array();
         if (!c.next_item()) break;  // [] : no parent recorded
         e.list_items = 1;
-        if (c.peek() == JsonType::kNull) {
+        if (c.peek() == base::JsonType::kNull) {
           c.read_null();
-        } else if (c.peek() == JsonType::kString) {
+        } else if (c.peek() == base::JsonType::kString) {
           e.parent = t.strings.intern(c.read_string());
         } else {
           c.fail_schema("construct parent list must start with a module name or null");
         }
         if (c.next_item()) {
-          if (c.peek() != JsonType::kNumber) c.fail_schema("construct micro step must be a number");
+          if (c.peek() != base::JsonType::kNumber)
+            c.fail_schema("construct micro step must be a number");
           auto n = c.read_number();
           if (!n.is_int) c.fail_schema("construct micro step must be an integer");
           e.micro_step = n.int_value;
@@ -135,13 +138,13 @@ ConstructTable parse_construct_json(std::string_view text, const std::string& na
 }
 
 ConstructTable read_construct_json(const std::string& path) {
-  format::MappedFile f(path);
+  base::MappedFile f(path);
   return parse_construct_json(std::string_view(f.data(), f.size()), path);
 }
 
 std::string render_stack_json(const StackTable& t) {
   std::string out;
-  format::PyJsonWriter w(out, 1, 0);
+  base::PyJsonWriter w(out, 1, 0);
   w.begin_object();
   for (size_t g = 0; g < t.group_frames.size(); ++g) {
     if (t.deduplicated) {
@@ -163,7 +166,7 @@ std::string render_stack_json(const StackTable& t) {
 }
 
 namespace {
-void write_parent(format::PyJsonWriter& w, const ConstructTable& t, const ConstructEdge& e) {
+void write_parent(base::PyJsonWriter& w, const ConstructTable& t, const ConstructEdge& e) {
   auto parent = [&] {
     if (e.parent == kNoString) {
       w.null_value();
@@ -184,14 +187,14 @@ void write_parent(format::PyJsonWriter& w, const ConstructTable& t, const Constr
 
 std::string render_construct_parent(const ConstructTable& t, const ConstructEdge& e) {
   std::string out;
-  format::PyJsonWriter w(out, 1, 1);
+  base::PyJsonWriter w(out, 1, 1);
   write_parent(w, t, e);
   return out;
 }
 
 std::string render_construct_json(const ConstructTable& t) {
   std::string out;
-  format::PyJsonWriter w(out, 1, 0);
+  base::PyJsonWriter w(out, 1, 0);
   w.begin_object();
   for (const ConstructEdge& e : t.edges) {
     w.key(t.strings.get(e.node));

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "base/mapped_file.h"
 #include "core/npy.h"
 #include "core/pt.h"
-#include "format/mapped_file.h"
 #include "numprobe/error.h"
 
 namespace numprobe {
@@ -12,7 +12,7 @@ namespace numprobe {
 // One mapping of the file, whatever its kind; a copy only for a non-contiguous .pt view.
 struct TensorFile::Storage {
   explicit Storage(const std::string& path) : mapped(path) {}
-  format::MappedFile mapped;
+  base::MappedFile mapped;
   std::vector<uint8_t> copy;
 };
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "format/csv.h"
+#include "base/csv.h"
 #include "numprobe/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

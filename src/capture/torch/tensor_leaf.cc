@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/worker_pool.h"
 #include "core/hash.h"
 #include "core/stats.h"
-#include "core/worker_pool.h"
 #include "torch_common/dtype_names.h"
 
 #ifdef NUMPROBE_CUDA_STATS_KERNEL

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "format/csv.h"
+#include "base/csv.h"
 #include "numprobe/acc_check.h"
 #include "numprobe/error.h"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/py_json_writer.h"
 #include "core/hash.h"
 #include "format/dump_render.h"
-#include "format/py_json_writer.h"
 #include "numprobe/dump.h"
 #include "numprobe/error.h"
 
@@ -777,7 +777,7 @@ TEST(CaptureRecord, MalformedStreamsThrowInsteadOfCrashing) {
 namespace {
 
 // The layout PyJsonWriter gives a leaf: the reference the direct leaf renderer must reproduce.
-void reference_leaf(const TensorLeaf& t, numprobe::format::PyJsonWriter& w) {
+void reference_leaf(const TensorLeaf& t, numprobe::base::PyJsonWriter& w) {
   auto stat = [&](const char* k, double v) {
     w.key(k);
     if (t.has_stats)
@@ -884,7 +884,7 @@ TEST(RenderEntryRecord, DirectLeafTextEqualsTheGenericWriters) {
       r.end();
 
       std::string expected;
-      numprobe::format::PyJsonWriter w(expected, 1, 2);
+      numprobe::base::PyJsonWriter w(expected, 1, 2);
       w.begin_object();
       w.key("input_args");
       for (int d = 0; d < depth; ++d) w.begin_array();

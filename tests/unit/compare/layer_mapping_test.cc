@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "format/json_cursor.h"
+#include "base/json_cursor.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/mapping.h"
 #include "test_support.h"
@@ -23,7 +23,7 @@ RankDump load(const std::string& rel) {
 // A flat JSON object of strings, in file order.
 NamePairs read_json_pairs(const std::string& path) {
   const std::string text = read_file(path);
-  format::JsonCursor c(text.data(), text.size(), path);
+  base::JsonCursor c(text.data(), text.size(), path);
   c.begin_object();
   NamePairs out;
   std::string_view k;

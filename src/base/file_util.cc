@@ -1,4 +1,4 @@
-#include "format/file_util.h"
+#include "base/file_util.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 
 #include "numprobe/error.h"
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 AtomicFileWriter::AtomicFileWriter(std::string path, bool durable)
     : path_(std::move(path)), tmp_(path_ + ".tmp"), durable_(durable) {
@@ -58,9 +58,19 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   w.commit();
 }
 
+void make_dirs(const std::string& path) {
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos == path.size() || path[pos] == '/') {
+      std::string part = path.substr(0, pos);
+      if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+        throw Error(part + ": cannot create directory: " + strerror(errno));
+    }
+  }
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

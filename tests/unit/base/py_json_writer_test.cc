@@ -1,13 +1,13 @@
-#include "format/py_json_writer.h"
+#include "base/py_json_writer.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-using numprobe::format::append_py_float;
-using numprobe::format::append_py_string;
-using numprobe::format::PyJsonWriter;
+using numprobe::base::append_py_float;
+using numprobe::base::append_py_string;
+using numprobe::base::PyJsonWriter;
 
 namespace {
 

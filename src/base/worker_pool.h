@@ -1,5 +1,6 @@
-// A fixed set of worker threads that run the chunks of one job at a time: for hot paths that
-// split memory-bound work (statistics of a large tensor) and cannot afford a thread start per call.
+// Running work in parallel, one way: a fixed set of worker threads that run the chunks of one job
+// at a time (for hot paths that split memory-bound work, such as statistics of a large tensor, and
+// cannot afford a thread start per call), and parallel_for for one-off jobs on a pool of their own.
 // Thread-safe: concurrent run() calls are serialised.
 #pragma once
 
@@ -37,5 +38,9 @@ class WorkerPool {
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
+
+// Calls fn(i) for i in [0, n) on up to `threads` threads (the caller's included), on a pool made
+// for the call. fn may throw: the first exception, by index, is rethrown once all calls are done.
+void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn);
 
 }  // namespace numprobe

@@ -1,4 +1,4 @@
-#include "format/mapped_file.h"
+#include "base/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 
 #include "numprobe/error.h"
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 MappedFile::MappedFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -21,9 +21,10 @@ MappedFile::MappedFile(const std::string& path) {
     ::close(fd);
     throw InputError(path, std::string("cannot stat: ") + strerror(e));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw InputError(path, "is a directory, expected a file");
+    throw InputError(
+        path, S_ISDIR(st.st_mode) ? "is a directory, expected a file" : "not a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
@@ -52,4 +53,4 @@ void MappedFile::release_before(size_t upto) {
   released_ = end;
 }
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

@@ -1,14 +1,14 @@
-#include "format/json_cursor.h"
+#include "base/json_cursor.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "format/utf8.h"
+#include "base/utf8.h"
 #include "numprobe/error.h"
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 namespace {
 bool is_ws(char c) {
@@ -378,4 +378,4 @@ void JsonCursor::expect_end() {
   if (pos_ != size_) fail("trailing data after the JSON value");
 }
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

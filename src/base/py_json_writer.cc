@@ -1,11 +1,11 @@
-#include "format/py_json_writer.h"
+#include "base/py_json_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 size_t format_py_float(char* out, double v) {
   char* o = out;
@@ -263,4 +263,4 @@ void PyJsonWriter::raw_value(std::string_view text) {
   out_ += text;
 }
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 class MappedFile {
  public:
@@ -26,4 +26,4 @@ class MappedFile {
   size_t released_ = 0;
 };
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

@@ -1,4 +1,4 @@
-#include "format/json_cursor.h"
+#include "base/json_cursor.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include "numprobe/error.h"
 
 using numprobe::InputError;
-using numprobe::format::JsonCursor;
-using numprobe::format::JsonType;
+using numprobe::base::JsonCursor;
+using numprobe::base::JsonType;
 
 namespace {
 
@@ -28,7 +28,7 @@ TEST(JsonCursor, ReadsPythonNonStrictNumbers) {
   std::string text = "[NaN, Infinity, -Infinity, -0.0, 12, 1e-5, 9223372036854775807]";
   JsonCursor c(text.data(), text.size(), "t");
   c.begin_array();
-  std::vector<numprobe::format::JsonNumber> v;
+  std::vector<numprobe::base::JsonNumber> v;
   while (c.next_item()) v.push_back(c.read_number());
   ASSERT_EQ(v.size(), 7u);
   EXPECT_TRUE(std::isnan(v[0].value));

@@ -1,4 +1,4 @@
-#include "format/csv.h"
+#include "base/csv.h"
 
 #include "numprobe/error.h"
 

@@ -1,4 +1,7 @@
-#include "core/worker_pool.h"
+#include "base/worker_pool.h"
+
+#include <algorithm>
+#include <exception>
 
 namespace numprobe {
 
@@ -60,6 +63,26 @@ void WorkerPool::run(size_t n, const std::function<void(size_t)>& fn) {
   cv_done_.wait(lk, [&] { return done_ == n_; });
   fn_ = nullptr;
   n_ = 0;
+}
+
+// Calls fn(i) for i in [0, n) on up to `threads` threads (the caller's included). The first
+// exception, by index, is rethrown once all calls are done.
+void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
+  if (threads <= 1 || n <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(n);
+  WorkerPool pool(std::min<size_t>(threads, n) - 1);
+  pool.run(n, [&](size_t i) {
+    try {
+      fn(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace numprobe

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/worker_pool.h"
 #include "core/stats.h"
-#include "core/worker_pool.h"
 
 namespace numprobe {
 namespace {

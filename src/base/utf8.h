@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 // Appends code point cp (at most U+10FFFF; the caller has validated it) as UTF-8.
 inline void append_utf8(std::string& out, uint32_t cp) {
@@ -25,4 +25,4 @@ inline void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 enum class JsonType { kNull, kBool, kNumber, kString, kArray, kObject };
 
@@ -73,4 +73,4 @@ class JsonCursor {
   std::string scratch_;
 };
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base

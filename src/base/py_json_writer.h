@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace numprobe::format {
+namespace numprobe::base {
 
 // repr(float) as CPython prints it: shortest round-trip digits, exponent form outside
 // 1e-4 <= |v| < 1e16, always a '.0' or exponent so it reads back as a float.
@@ -65,4 +65,4 @@ class PyJsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace numprobe::format
+}  // namespace numprobe::base
