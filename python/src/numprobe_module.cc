@@ -12,6 +12,8 @@
 
 #include "acc_check_bindings.h"
 #include "api_hook.h"
+#include "capture/torch/device_stats.h"
+#include "capture/torch/stats_cache.h"
 #include "capture/torch/tensor_leaf.h"
 #include "capture/torch/torch_capture.h"
 #include "direct_mode.h"

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "capture/torch/stats_cache.h"
 #include "capture/torch/tensor_leaf.h"
 #include "numprobe/error.h"
 
