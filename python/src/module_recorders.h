@@ -1,0 +1,9 @@
+// Registers the module hooks (ModuleRecorder, ParamGradRecorder, allow_inplace_on_views) on
+// numprobe._C.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace numprobe::python {
+void register_module_recorders(pybind11::module_& m);
+}  // namespace numprobe::python
