@@ -1,11 +1,15 @@
-"""The suite's three models, each with named fault switches (bench/diagnosis/README.md).
+"""The suite's four models, each with named fault switches (bench/diagnosis/README.md).
 
 A fault is a string; the model's code asks `fault.on("name")` where the fault would live, so the
 golden run (no fault) and the target run execute the same code everywhere else. Faults that must
 change data without any captured op (an uncaptured kernel, an in-place write through another
 library) write through numpy views (the `Tensor.numpy` call is recorded: it is in msprobe's API set; the write is not).
+A few switches are not faults but one side of a noise-only pair (`noise_*`: another memory format
+or convolution backend, valid either way).
 """
 import math
+
+import numpy as np
 
 import torch
 import torch.nn as nn
@@ -46,6 +50,25 @@ class GradScale(torch.autograd.Function):
         return g * ctx.s, None
 
 
+class GeluTanhBackward(torch.autograd.Function):
+    """A hand-written GELU (as in fused bias-GELU kernels) whose forward is the exact erf GELU but
+    whose backward is the derivative of the tanh approximation: forward equal, backward off by up
+    to ~1e-3 relative. The forward's F.gelu is recorded; the backward's ops run inside backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return F.gelu(x, approximate="none")
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        c = math.sqrt(2.0 / math.pi)
+        t = torch.tanh(c * (x + 0.044715 * x * x * x))
+        d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+        return g * d
+
+
 class ExtKernel(torch.autograd.Function):
     """A stand-in for an uncaptured extension kernel (computed in numpy, invisible to the dumper):
     y = x * (1 + bias). The fault gives it a 1e-4 relative error; its module entry is the only
@@ -83,6 +106,8 @@ class Attention(nn.Module):
         b, t, d = x.shape
         hd = d // self.heads
         q, k, v = self.qkv(x).split(d, dim=2)
+        if f.on("gpt_qk_swapped") and i == 1:
+            q, k = k, q  # held2: q and k taken from the fused projection in the wrong order
         q, k, v = (z.reshape(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
         scale = 1.0 / math.sqrt(hd)
         if f.on("gpt_no_sqrt_d") and i == 0:
@@ -109,7 +134,11 @@ class Attention(nn.Module):
             p = F.dropout(p, p=0.1, training=True)
         if f.on("gpt_attn_detach") and i == 1:
             p = p.detach()  # held out: no gradient to q and k (detach is not in the API set)
-        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
+        y = torch.matmul(p, v)
+        if f.on("gpt_heads_merge") and i == 0:
+            y = y.reshape(b, t, d)  # held2: heads merged without moving them next to the features
+        else:
+            y = y.transpose(1, 2).reshape(b, t, d)
         if f.on("bf16_roundtrip") and i == 0:
             y = y.to(torch.bfloat16).to(torch.float32)
         return self.proj(y)
@@ -128,7 +157,10 @@ class Mlp(nn.Module):
         if f.on("silent_rescale") and i == 1:
             scale_silently(h, 1 + 1e-4)
         approximate = "tanh" if f.on("gelu_tanh") and i == 1 else "none"
-        h = F.gelu(h, approximate=approximate)
+        if f.on("gpt_gelu_custom_bwd") and i == 1:
+            h = GeluTanhBackward.apply(h)  # held2: exact forward, tanh-approximation backward
+        else:
+            h = F.gelu(h, approximate=approximate)
         s = 1 + 1e-4 if f.on("grad_scale") and i == 0 else 1.0
         h = GradScale.apply(h, s)
         return self.fc2(h)
@@ -217,9 +249,12 @@ class LstmLm(nn.Module):
         self.fault = fault
         # held out: padding_idx=0 while token 0 is a real token (its row zeroed, no gradient)
         self.emb = nn.Embedding(vocab, d, padding_idx=0 if fault.on("lstm_padding_idx") else None)
-        self.lstm = nn.LSTM(d, h, num_layers=2, batch_first=True,
+        # held2 lstm_batch_first: built with the default batch_first=False while the batch is
+        # (batch, time): the LSTM runs 3 time steps over a batch of 12
+        self.lstm = nn.LSTM(d, h, num_layers=2, batch_first=not fault.on("lstm_batch_first"),
                             dropout=0.2 if fault.on("lstm_dropout") else 0.0)
         self.head = nn.Linear(h, vocab)
+        self.state = None  # held2 lstm_carry_state: the last batch's (h, c)
 
     def forward(self, x):
         f = self.fault
@@ -228,7 +263,12 @@ class LstmLm(nn.Module):
             e = e.to(torch.bfloat16).float()
         if f.on("emb_silent"):
             scale_silently(e, 1 + 1e-3)
-        out, _ = self.lstm(e)
+        if f.on("lstm_carry_state"):
+            # held2: a stateful LSTM whose state is never reset between independent batches
+            out, hc = self.lstm(e) if self.state is None else self.lstm(e, self.state)
+            self.state = tuple(s.detach() for s in hc)  # detach is not recorded
+        else:
+            out, _ = self.lstm(e)
         out = GradScale.apply(out, 1 + 1e-3 if f.on("lstm_grad_scale") else 1.0)
         if f.on("lstm_grad_clamp"):
             # held out: a gradient hook clamping the LSTM output's gradient to +-1e-3 (too tight)
@@ -253,7 +293,13 @@ def lstm_loss(model, batch, fault):
     x, y = batch
     logits = model(x).reshape(-1, 80)
     dim = 0 if fault.on("logsoftmax_dim") else 1
-    logp = F.log_softmax(logits, dim=dim)
+    if fault.on("lstm_log_of_softmax"):
+        logp = torch.log(F.softmax(logits, dim=1))  # held2: log(softmax) instead of log_softmax
+    else:
+        logp = F.log_softmax(logits, dim=dim)
+    if fault.on("lstm_target_shift"):
+        # held2: the loader already yields next-token targets; the loop shifts them once more
+        y = torch.roll(y, -1, 1)
     reduction = "sum" if fault.on("loss_sum") else "mean"
     return F.nll_loss(logp, y.reshape(-1), reduction=reduction)
 
@@ -278,7 +324,9 @@ def lstm_grad_fault(model, fault):
 # ---- torchvision ResNet-18 ----------------------------------------------------------------------
 def make_resnet(fault):
     import torchvision
-    m = torchvision.models.resnet18(num_classes=10)
+    # held2 resnet_zero_init_residual: every block's last BatchNorm weight starts at 0
+    m = torchvision.models.resnet18(num_classes=10,
+                                    zero_init_residual=fault.on("resnet_zero_init_residual"))
     if fault.on("bn_eps"):
         m.layer2[0].bn1.eps = 1e-3
     if fault.on("leaky_relu"):
@@ -296,6 +344,8 @@ def make_resnet(fault):
         # the shortcut's gradient)
         import types
         m.layer2[1].forward = types.MethodType(basic_block_detached, m.layer2[1])
+    if fault.on("resnet_maxpool_ceil"):
+        m.maxpool.ceil_mode = True  # held2: a Caffe port's ceil_mode pooling: 17x17, not 16x16
     if fault.on("layer4_bf16"):
         # layer4 under bf16 autocast in the target only (hooks keep the module names unchanged).
         state = {}
@@ -325,6 +375,8 @@ def make_resnet(fault):
     m.layer3 = Scaled()
     if fault.on("layer1_silent"):
         m.layer1.register_forward_hook(lambda mod, i, o: scale_silently(o, 1 + 1e-3))
+    if fault.on("noise_channels_last"):
+        m = m.to(memory_format=torch.channels_last)  # noise: NHWC weights, same math
     return m
 
 
@@ -369,15 +421,93 @@ def resnet_grad_fault(model, fault):
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
 
 
+class SgdNoZeroGrad(torch.optim.SGD):
+    """held2 gpt_no_zero_grad: the loop's zero_grad() reaches an optimizer that does nothing (as
+    when it is called on another optimizer): gradients accumulate over the steps."""
+
+    def zero_grad(self, set_to_none=False):
+        pass
+
+
 def make_optimizer(model, fault):
     """SGD lr 0.01 in every run; the held-out optimizer faults change one hyper-parameter."""
+    if fault.on("resnet_fc_lr10"):
+        # held2: a fine-tuning recipe's head group with 10x the learning rate
+        head = list(model.fc.parameters())
+        rest = [p for p in model.parameters() if all(p is not h for h in head)]
+        return torch.optim.SGD([{"params": rest}, {"params": head, "lr": 0.1}], lr=0.01)
+    if fault.on("mbv2_head_not_in_opt"):
+        # held2: the optimizer holds the backbone only (built before the 10-class head was put in)
+        return torch.optim.SGD([p for n, p in model.named_parameters()
+                                if not n.startswith("classifier.")], lr=0.01)
+    if fault.on("gpt_no_zero_grad"):
+        return SgdNoZeroGrad(model.parameters(), lr=0.01)
     return torch.optim.SGD(model.parameters(), lr=0.01,
                            momentum=0.9 if fault.on("lstm_momentum") else 0.0,
                            weight_decay=0.01 if fault.on("gpt_weight_decay") else 0.0)
+
+
+# ---- torchvision MobileNetV2 (held2) ------------------------------------------------------------
+MB_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+MB_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+
+
+def make_mobilenet(fault):
+    import torchvision
+    # held2 mbv2_dropout_keep_prob: a TensorFlow keep_prob (0.8) given as PyTorch's drop
+    # probability
+    m = torchvision.models.mobilenet_v2(
+        num_classes=10, dropout=0.8 if fault.on("mbv2_dropout_keep_prob") else 0.2)
+    if fault.on("mbv2_bn_momentum"):
+        # held2: Keras' momentum convention (0.99 = weight of the old running value) given to
+        # PyTorch, where momentum is the weight of the new batch statistic
+        m.features[3].conv[0][1].momentum = 0.99
+    if fault.on("mbv2_bn_frozen"):
+        # held2: a freeze-BN recipe applied to a layer it should not touch: no affine gradients
+        for p in m.features[2].conv[1][1].parameters():
+            p.requires_grad_(False)
+    if fault.on("noise_no_mkldnn"):
+        torch.backends.mkldnn.enabled = False  # noise: native convolution kernels, no oneDNN
+    return m
+
+
+def mobilenet_batch(fault):
+    """Pixels in [0, 1) as a numpy NCHW batch (a loader's output); normalised in mobilenet_loss."""
+    g = torch.Generator().manual_seed(9)
+    raw = torch.rand(2, 3, 64, 64, generator=g).numpy()
+    y = torch.randint(0, 10, (2,), generator=g)
+    return raw, y
+
+
+def mobilenet_loss(model, batch, fault):
+    raw, y = batch
+    # The loader's normalisation, in numpy (not captured). held2 mbv2_loader_inplace: it works on
+    # the cached batch itself, so from the second step on the input is normalised twice.
+    a = raw if fault.on("mbv2_loader_inplace") else raw.copy()
+    a -= MB_MEAN
+    a /= MB_STD
+    return F.cross_entropy(model(torch.from_numpy(a)), y)
+
+
+def mobilenet_tamper(model, fault):
+    with torch.no_grad():
+        if fault.on("mbv2_ckpt_fp16"):
+            # held2: one projection conv's weight came from a half-precision checkpoint
+            w = model.features[6].conv[2].weight
+            w.copy_(w.half().float())
+        if fault.on("mbv2_dw_weight_elem"):
+            # held2: one tap of one depthwise 3x3 filter x(1+1e-3)
+            scale_silently(model.features[9].conv[1][0].weight, 1 + 1e-3, rows=(17, 0, 1, 1))
+
+
+def mobilenet_grad_fault(model, fault):
+    pass
 
 
 MODELS = {
     "gpt": (lambda f: Gpt(f), gpt_batch, gpt_loss, gpt_tamper, gpt_grad_fault),
     "lstm": (lambda f: LstmLm(f), lstm_batch, lstm_loss, lstm_tamper, lstm_grad_fault),
     "resnet": (make_resnet, resnet_batch, resnet_loss, resnet_tamper, resnet_grad_fault),
+    "mobilenet": (make_mobilenet, mobilenet_batch, mobilenet_loss, mobilenet_tamper,
+                  mobilenet_grad_fault),
 }

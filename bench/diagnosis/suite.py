@@ -33,7 +33,8 @@ class Fault:
     kind: str  # small | structural | data | other
     where: str  # forward | backward | optimizer
     accept: list
-    split: str  # tune | eval: the judgement is tuned on `tune` only; held: added afterwards, never tuned on
+    split: str  # tune | eval: the judgement is tuned on `tune` only; held: added afterwards (now
+    # tuned on too); held2: the second held-out set, never looked at while tuning
     steps: int = 1
     step: int = 0  # the step in which the fault is first visible
     note: str = ""
@@ -48,7 +49,7 @@ class Noise:
     env: str = ""  # "blas": target runs with Debian's reference BLAS
     steps: int = 2
     split: str = "tune"  # tune: looked at while tuning; late: added after the tuning of issue 15;
-    # held: the held-out set, added after the judgement was frozen and never tuned on
+    # held: the held-out set, added after the judgement was frozen; held2: the second held-out set
 
 
 FAULTS = [
@@ -280,4 +281,107 @@ NOISE += [
           split="held"),
     Noise("lstm_deterministic_threads3", "lstm", {"threads": 1},
           {"threads": 3, "deterministic": True}, split="held"),
+]
+
+# ---- The second held-out set (split held2) ---------------------------------------------------
+# Added while the judgement was being fixed on `held` misses, by someone not touching src/. Every
+# truth below was written from the rule at the top of this file before any compare of its pair
+# was run; the dumps were only listed for entry names (counters). Nobody tunes on these: run the
+# rest with `bench_diagnosis.py --skip-split held2`. Entries that a fault removes from the target
+# are named by the golden's counter. MobileNetV2 (model "mobilenet") is new with this set.
+FAULTS += [
+    # GPT
+    Fault("gpt_heads_merge", "gpt", "other", "forward",
+          op("Tensor.transpose.4") + op("Tensor.reshape.3") + mod("Module.blocks.0.attn.Attention"),
+          "held2",
+          note="block 0 merges the heads with reshape(b, t, d) straight from (b, h, t, hd), "
+          "without the transpose(1, 2): the removed transpose (golden's counter), the reshape "
+          "that merges the wrong layout, or the Attention whose own computation changed"),
+    Fault("gpt_qk_swapped", "gpt", "other", "forward",
+          op("Tensor.reshape.4") + mod("Module.blocks.1.attn.Attention"), "held2",
+          note="block 1 takes k, q, v from the fused projection (q and k swapped; no op does it): "
+          "the first consumer, the reshape meant for q, or the Attention module"),
+    Fault("gpt_gelu_custom_bwd", "gpt", "small", "backward",
+          op("Functional.gelu.1") + op("Tensor.__rmul__.0", ("forward",))
+          + mod("Module.blocks.1.mlp.Mlp", ("backward",)), "held2",
+          note="block 1's GELU is a hand-written autograd function: exact forward (F.gelu, "
+          "recorded), tanh-approximation derivative in backward (up to ~1e-3 off): the gelu, "
+          "whose backward entry is golden-only, the first op of the custom backward "
+          "(`0.044715 * x`, recorded inside backward), or the Mlp"),
+    Fault("gpt_no_zero_grad", "gpt", "other", "optimizer",
+          op("Functional.embedding.0") + mod("Module.tok.Embedding"), "held2", steps=3, step=2,
+          note="zero_grad() does nothing (called on another optimizer): gradients accumulate; "
+          "the first update is equal, the second uses g0+g1, so parameters differ from step 2: "
+          "first consumer"),
+    # LSTM
+    Fault("lstm_carry_state", "lstm", "structural", "forward",
+          op("VF.lstm.0") + mod("Module.lstm.LSTM"), "held2", steps=2, step=1,
+          note="a stateful LSTM never reset between independent batches: from step 1 the LSTM gets "
+          "the previous batch's (h, c) instead of zeros (extra tensor arguments)"),
+    Fault("lstm_batch_first", "lstm", "other", "forward",
+          op("VF.lstm.0") + mod("Module.lstm.LSTM"), "held2",
+          note="the LSTM built with batch_first=False while the batch is (batch, time): time and "
+          "batch swapped (the batch_first argument of the lstm op)"),
+    Fault("lstm_target_shift", "lstm", "other", "forward", op("Torch.roll.0", ("forward",)),
+          "held2",
+          note="next-token targets shifted once more (torch.roll(y, -1, 1)): the added op"),
+    Fault("lstm_log_of_softmax", "lstm", "structural", "forward",
+          op("Functional.softmax.0") + op("Torch.log.0") + op("Functional.log_softmax.0"), "held2",
+          note="torch.log(F.softmax(...)) instead of F.log_softmax (less stable; values equal to a "
+          "few ulps here): the added ops, or the log_softmax they replace (golden's)"),
+    # ResNet-18
+    Fault("resnet_zero_init_residual", "resnet", "data", "forward",
+          op("Functional.batch_norm.2") + mod("Module.layer1.0.bn2.BatchNorm2d"), "held2",
+          note="zero_init_residual=True: every block's bn2 weight starts at 0: first consumer "
+          "(layer1.0.bn2, the third batch_norm)"),
+    Fault("resnet_maxpool_ceil", "resnet", "structural", "forward",
+          op("Functional.max_pool2d.0") + mod("Module.maxpool.MaxPool2d"), "held2",
+          note="stem max pool with ceil_mode=True (a Caffe port): 17x17 instead of 16x16, the "
+          "ceil_mode argument of the op"),
+    Fault("resnet_fc_lr10", "resnet", "other", "optimizer",
+          op("Functional.linear.0") + mod("Module.fc.Linear"), "held2", steps=2, step=1,
+          note="a param group giving the classifier lr 0.1 instead of 0.01: only fc differs at "
+          "step 1: first consumer"),
+    # MobileNetV2 (features.N.conv...; convolutions and batch norms are numbered in order, one
+    # batch_norm per conv)
+    Fault("mbv2_ckpt_fp16", "mobilenet", "small", "forward",
+          op("Functional.conv2d.17") + mod("Module.features.6.conv.2.Conv2d"), "held2",
+          note="features.6's projection conv weight loaded from a half-precision checkpoint "
+          "(rounded to fp16, up to 5e-4 relative): first consumer"),
+    Fault("mbv2_dw_weight_elem", "mobilenet", "small", "forward",
+          op("Functional.conv2d.25") + mod("Module.features.9.conv.1.0.Conv2d"), "held2",
+          note="one tap of one depthwise 3x3 filter (features.9, channel 17, centre) x(1+1e-3): "
+          "first consumer"),
+    Fault("mbv2_bn_momentum", "mobilenet", "structural", "forward",
+          op("Functional.batch_norm.6") + mod("Module.features.3.conv.0.1.BatchNorm2d"), "held2",
+          note="Keras' BatchNorm momentum 0.99 given to PyTorch (features.3.conv.0.1): the "
+          "momentum argument differs; training outputs equal, only the running statistics"),
+    Fault("mbv2_bn_frozen", "mobilenet", "other", "backward",
+          op("Functional.batch_norm.4") + mod("Module.features.2.conv.1.1.BatchNorm2d")
+          + ["Module.features.2.conv.1.1.BatchNorm2d.parameters_grad.0"], "held2",
+          note="features.2.conv.1.1's weight and bias frozen (requires_grad False) by a freeze "
+          "recipe: forward equal; its backward computes no affine gradients (its parameter "
+          "gradients entry is golden-only)"),
+    Fault("mbv2_dropout_keep_prob", "mobilenet", "other", "forward",
+          op("Functional.dropout.0") + mod("Module.classifier.0.Dropout"), "held2",
+          note="classifier dropout 0.8 (a TensorFlow keep_prob) instead of 0.2"),
+    Fault("mbv2_loader_inplace", "mobilenet", "data", "forward",
+          op("Functional.conv2d.0") + mod("Module.features.0.0.Conv2d"), "held2", steps=2, step=1,
+          note="the numpy loader normalises the cached batch in place (no copy): step 0 equal, "
+          "from step 1 the input is normalised twice: first consumer at step 1"),
+    Fault("mbv2_head_not_in_opt", "mobilenet", "other", "optimizer",
+          op("Functional.linear.0") + mod("Module.classifier.1.Linear"), "held2", steps=2, step=1,
+          note="the optimizer holds the backbone only (built before the 10-class head was put in): "
+          "the classifier keeps its initial weights: first consumer at step 1"),
+]
+NOISE += [
+    Noise("mobilenet_threads", "mobilenet", {"threads": 1}, {"threads": 2}, split="held2"),
+    Noise("mobilenet_blas", "mobilenet", {}, {}, env="blas", split="held2"),
+    Noise("mobilenet_tf32", "mobilenet", {}, {"tf32": True}, split="held2"),
+    Noise("mobilenet_same", "mobilenet", split="held2"),
+    Noise("mobilenet_deterministic_threads3", "mobilenet", {"threads": 1},
+          {"threads": 3, "deterministic": True}, split="held2"),
+    # new kinds: oneDNN convolutions off on one side; the model in channels_last memory format
+    Noise("mobilenet_no_mkldnn", "mobilenet", {}, {"fault": "noise_no_mkldnn"}, split="held2"),
+    Noise("resnet_channels_last", "resnet", {}, {"fault": "noise_channels_last"}, split="held2"),
 ]
