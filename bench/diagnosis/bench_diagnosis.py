@@ -16,6 +16,9 @@ out a split entirely: not captured, not compared, not shown, so whoever tunes th
 run the rest of the suite without seeing the held-out set. --split keeps only the given splits.
 --capture-only makes the captures and checks the truths (check_truth) without any compare.
 With no option every pair runs, held2 included.
+The third held-out set (split held3) is invisible by default: its pairs exist only when the
+environment has BENCH_DIAGNOSIS_HELD3=1 (suite.py), e.g. to score it once, after the judgement is
+frozen: BENCH_DIAGNOSIS_HELD3=1 bench_diagnosis.py --split held3 --jobs 1.
 """
 import argparse
 import concurrent.futures as cf
@@ -146,7 +149,7 @@ def check_truth(fault, target, golden):
         raise SystemExit(f"suite error: none of {fault.name}'s accepted entries {fault.accept} "
                          f"is in its dumps (step {fault.step})")
     missing = [a for a in fault.accept if a not in have]
-    if missing and fault.split in ("held", "held2"):
+    if missing and fault.split in ("held", "held2", "held3"):
         print(f"note: {fault.name}: accepted entries in neither dump: {', '.join(missing)}",
               file=sys.stderr)
 
@@ -183,6 +186,8 @@ def main():
     noise = [n for n in noise if (not keep or n.split in keep) and n.split not in skip]
     if skip:
         print(f"note: leaving out split(s) {', '.join(sorted(skip))}", file=sys.stderr)
+    if "held3" in keep and os.environ.get("BENCH_DIAGNOSIS_HELD3") != "1":
+        print("note: split held3 is left out unless BENCH_DIAGNOSIS_HELD3=1", file=sys.stderr)
     if not os.path.isdir(REFERENCE_BLAS):
         skipped = [n.name for n in noise if n.env == "blas"]
         noise = [n for n in noise if n.env != "blas"]
@@ -249,7 +254,7 @@ def main():
     print()
     for m in modes:
         line = [f"{m:<10}"]
-        for split in ("all", "tune", "eval", "held", "held2"):
+        for split in ("all", "tune", "eval", "held", "held2", "held3"):
             fs = [f for f in faults if split == "all" or f.split == split]
             if not fs:
                 continue
@@ -261,7 +266,7 @@ def main():
         line.append(f"false alarms {len(alarms)}/{len(noise)}"
                     + (f" ({', '.join(alarms)})" if alarms else "")
                     + "".join(f", {split} {sum(n.name in alarms for n in ns)}/{len(ns)}"
-                              for split in ("late", "held", "held2")
+                              for split in ("late", "held", "held2", "held3")
                               for ns in [[n for n in noise if n.split == split]] if ns))
         print(" | ".join(line))
     if a.json:
