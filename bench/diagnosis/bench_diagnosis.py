@@ -7,9 +7,18 @@ Noise pairs must give no answer at all. Prints one table and the accuracy per mo
 
 usage: bench_diagnosis.py [--work DIR] [--cli build/bin/numprobe] [--pythonpath python]
                           [--modes statistics,md5,tensor] [--only NAME,...] [--recapture]
-                          [--json results.json]
+                          [--split SPLIT,...] [--skip-split SPLIT,...] [--capture-only]
+                          [--jobs N] [--json results.json]
 Captures are kept in --work and reused while models.py, run_one.py and numprobe's extension are
 unchanged (--recapture forces them); compares always run again.
+--skip-split held2 (or BENCH_DIAGNOSIS_SKIP_SPLIT=held2, e.g. with `make bench-diagnosis`) leaves
+out a split entirely: not captured, not compared, not shown, so whoever tunes the judgement can
+run the rest of the suite without seeing the held-out set. --split keeps only the given splits.
+--capture-only makes the captures and checks the truths (check_truth) without any compare.
+With no option every pair runs, held2 included.
+The third held-out set (split held3) is invisible by default: its pairs exist only when the
+environment has BENCH_DIAGNOSIS_HELD3=1 (suite.py), e.g. to score it once, after the judgement is
+frozen: BENCH_DIAGNOSIS_HELD3=1 bench_diagnosis.py --split held3 --jobs 1.
 """
 import argparse
 import concurrent.futures as cf
@@ -140,7 +149,7 @@ def check_truth(fault, target, golden):
         raise SystemExit(f"suite error: none of {fault.name}'s accepted entries {fault.accept} "
                          f"is in its dumps (step {fault.step})")
     missing = [a for a in fault.accept if a not in have]
-    if missing and fault.split == "held":
+    if missing and fault.split in ("held", "held2", "held3"):
         print(f"note: {fault.name}: accepted entries in neither dump: {', '.join(missing)}",
               file=sys.stderr)
 
@@ -160,12 +169,25 @@ def main():
     ap.add_argument("--recapture", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", default="")
+    ap.add_argument("--split", default="", help="only these splits (comma-separated)")
+    ap.add_argument("--skip-split", default=os.environ.get("BENCH_DIAGNOSIS_SKIP_SPLIT", ""),
+                    help="leave these splits out (default: $BENCH_DIAGNOSIS_SKIP_SPLIT)")
+    ap.add_argument("--capture-only", action="store_true",
+                    help="capture and check the truths; no compare, no scores")
     a = ap.parse_args()
     work = pathlib.Path(a.work)
     modes = a.modes.split(",")
     only = set(filter(None, a.only.split(",")))
     faults = [f for f in suite.FAULTS if not only or f.name in only]
     noise = [n for n in suite.NOISE if not only or n.name in only]
+    keep = set(filter(None, a.split.split(",")))
+    skip = set(filter(None, a.skip_split.split(",")))
+    faults = [f for f in faults if (not keep or f.split in keep) and f.split not in skip]
+    noise = [n for n in noise if (not keep or n.split in keep) and n.split not in skip]
+    if skip:
+        print(f"note: leaving out split(s) {', '.join(sorted(skip))}", file=sys.stderr)
+    if "held3" in keep and os.environ.get("BENCH_DIAGNOSIS_HELD3") != "1":
+        print("note: split held3 is left out unless BENCH_DIAGNOSIS_HELD3=1", file=sys.stderr)
     if not os.path.isdir(REFERENCE_BLAS):
         skipped = [n.name for n in noise if n.env == "blas"]
         noise = [n for n in noise if n.env != "blas"]
@@ -186,6 +208,13 @@ def main():
             t = runs.want(n.model, mode, n.steps, n.target, n.env, rep=1 if same else 0)
             plan.append((n, mode, t, g))
     runs.make(a.jobs)
+    if a.capture_only:
+        for pair, mode, t, g in plan:
+            if isinstance(pair, suite.Fault) and mode == modes[0]:
+                check_truth(pair, t, g)
+        print(f"captured {len(runs.todo)} runs for {len(faults)} faults and {len(noise)} noise "
+              f"pairs; every fault's truth names an entry of its dumps (no compare run)")
+        return
 
     results = {}
     for pair, mode, t, g in plan:
@@ -225,7 +254,7 @@ def main():
     print()
     for m in modes:
         line = [f"{m:<10}"]
-        for split in ("all", "tune", "eval", "held"):
+        for split in ("all", "tune", "eval", "held", "held2", "held3"):
             fs = [f for f in faults if split == "all" or f.split == split]
             if not fs:
                 continue
@@ -237,7 +266,7 @@ def main():
         line.append(f"false alarms {len(alarms)}/{len(noise)}"
                     + (f" ({', '.join(alarms)})" if alarms else "")
                     + "".join(f", {split} {sum(n.name in alarms for n in ns)}/{len(ns)}"
-                              for split in ("late", "held")
+                              for split in ("late", "held", "held2", "held3")
                               for ns in [[n for n in noise if n.split == split]] if ns))
         print(" | ".join(line))
     if a.json:

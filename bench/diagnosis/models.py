@@ -1,11 +1,15 @@
-"""The suite's three models, each with named fault switches (bench/diagnosis/README.md).
+"""The suite's five models, each with named fault switches (bench/diagnosis/README.md).
 
 A fault is a string; the model's code asks `fault.on("name")` where the fault would live, so the
 golden run (no fault) and the target run execute the same code everywhere else. Faults that must
 change data without any captured op (an uncaptured kernel, an in-place write through another
 library) write through numpy views (the `Tensor.numpy` call is recorded: it is in msprobe's API set; the write is not).
+A few switches are not faults but one side of a noise-only pair (`noise_*`: another memory format
+or convolution backend, valid either way).
 """
 import math
+
+import numpy as np
 
 import torch
 import torch.nn as nn
@@ -46,6 +50,25 @@ class GradScale(torch.autograd.Function):
         return g * ctx.s, None
 
 
+class GeluTanhBackward(torch.autograd.Function):
+    """A hand-written GELU (as in fused bias-GELU kernels) whose forward is the exact erf GELU but
+    whose backward is the derivative of the tanh approximation: forward equal, backward off by up
+    to ~1e-3 relative. The forward's F.gelu is recorded; the backward's ops run inside backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return F.gelu(x, approximate="none")
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        c = math.sqrt(2.0 / math.pi)
+        t = torch.tanh(c * (x + 0.044715 * x * x * x))
+        d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+        return g * d
+
+
 class ExtKernel(torch.autograd.Function):
     """A stand-in for an uncaptured extension kernel (computed in numpy, invisible to the dumper):
     y = x * (1 + bias). The fault gives it a 1e-4 relative error; its module entry is the only
@@ -83,6 +106,8 @@ class Attention(nn.Module):
         b, t, d = x.shape
         hd = d // self.heads
         q, k, v = self.qkv(x).split(d, dim=2)
+        if f.on("gpt_qk_swapped") and i == 1:
+            q, k = k, q  # held2: q and k taken from the fused projection in the wrong order
         q, k, v = (z.reshape(b, t, self.heads, hd).transpose(1, 2) for z in (q, k, v))
         scale = 1.0 / math.sqrt(hd)
         if f.on("gpt_no_sqrt_d") and i == 0:
@@ -92,7 +117,8 @@ class Attention(nn.Module):
         att = torch.matmul(q, k.transpose(-2, -1)) * scale
         diag = 2 if f.on("wrong_mask") and i == 0 else 1
         mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=diag)
-        att = att.masked_fill(mask, float("-inf"))
+        fill = -10.0 if f.on("gpt_mask_fill_small") and i == 1 else float("-inf")
+        att = att.masked_fill(mask, fill)  # held3 gpt_mask_fill_small: a finite "large negative"
         if f.on("fp16_overflow") and i == 1:
             # A scaled softmax done in fp16 in the target: exp of large scores overflows.
             att = (att.half() * 1e5).float()
@@ -109,7 +135,11 @@ class Attention(nn.Module):
             p = F.dropout(p, p=0.1, training=True)
         if f.on("gpt_attn_detach") and i == 1:
             p = p.detach()  # held out: no gradient to q and k (detach is not in the API set)
-        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
+        y = torch.matmul(p, v)
+        if f.on("gpt_heads_merge") and i == 0:
+            y = y.reshape(b, t, d)  # held2: heads merged without moving them next to the features
+        else:
+            y = y.transpose(1, 2).reshape(b, t, d)
         if f.on("bf16_roundtrip") and i == 0:
             y = y.to(torch.bfloat16).to(torch.float32)
         return self.proj(y)
@@ -128,7 +158,10 @@ class Mlp(nn.Module):
         if f.on("silent_rescale") and i == 1:
             scale_silently(h, 1 + 1e-4)
         approximate = "tanh" if f.on("gelu_tanh") and i == 1 else "none"
-        h = F.gelu(h, approximate=approximate)
+        if f.on("gpt_gelu_custom_bwd") and i == 1:
+            h = GeluTanhBackward.apply(h)  # held2: exact forward, tanh-approximation backward
+        else:
+            h = F.gelu(h, approximate=approximate)
         s = 1 + 1e-4 if f.on("grad_scale") and i == 0 else 1.0
         h = GradScale.apply(h, s)
         return self.fc2(h)
@@ -181,10 +214,18 @@ def gpt_batch(fault):
     return idx, target
 
 
+GPT_PAD_ID = 1  # held3 gpt_ignore_index: RoBERTa's pad id; token 1 occurs once in the targets
+
+
 def gpt_loss(model, batch, fault):
     idx, target = batch
     logits = model(idx)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+    if fault.on("gpt_ignore_index"):
+        # held3: the tokenizer's pad id (GPT_PAD_ID) is a real token of this vocabulary
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
+                               ignore_index=GPT_PAD_ID)
+    else:
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
     if fault.on("gpt_loss_x2"):
         loss = loss * 2  # held out: loss scaled by 2
     return loss
@@ -216,19 +257,33 @@ class LstmLm(nn.Module):
         super().__init__()
         self.fault = fault
         # held out: padding_idx=0 while token 0 is a real token (its row zeroed, no gradient)
-        self.emb = nn.Embedding(vocab, d, padding_idx=0 if fault.on("lstm_padding_idx") else None)
-        self.lstm = nn.LSTM(d, h, num_layers=2, batch_first=True,
+        self.emb = nn.Embedding(vocab, d, padding_idx=0 if fault.on("lstm_padding_idx") else None,
+                                max_norm=1.0 if fault.on("lstm_emb_max_norm") else None)
+        # held3 lstm_emb_max_norm: max_norm=1.0 renormalises the looked-up rows (norms ~5.7)
+        # held2 lstm_batch_first: built with the default batch_first=False while the batch is
+        # (batch, time): the LSTM runs 3 time steps over a batch of 12
+        self.lstm = nn.LSTM(d, h, num_layers=2, batch_first=not fault.on("lstm_batch_first"),
                             dropout=0.2 if fault.on("lstm_dropout") else 0.0)
         self.head = nn.Linear(h, vocab)
+        self.state = None  # held2 lstm_carry_state: the last batch's (h, c)
 
     def forward(self, x):
         f = self.fault
-        e = self.emb(x)
+        if f.on("lstm_emb_no_grad"):
+            with torch.no_grad():  # held3: a freeze-the-embedding recipe applied by mistake
+                e = self.emb(x)
+        else:
+            e = self.emb(x)
         if f.on("emb_bf16"):
             e = e.to(torch.bfloat16).float()
         if f.on("emb_silent"):
             scale_silently(e, 1 + 1e-3)
-        out, _ = self.lstm(e)
+        if f.on("lstm_carry_state"):
+            # held2: a stateful LSTM whose state is never reset between independent batches
+            out, hc = self.lstm(e) if self.state is None else self.lstm(e, self.state)
+            self.state = tuple(s.detach() for s in hc)  # detach is not recorded
+        else:
+            out, _ = self.lstm(e)
         out = GradScale.apply(out, 1 + 1e-3 if f.on("lstm_grad_scale") else 1.0)
         if f.on("lstm_grad_clamp"):
             # held out: a gradient hook clamping the LSTM output's gradient to +-1e-3 (too tight)
@@ -253,8 +308,20 @@ def lstm_loss(model, batch, fault):
     x, y = batch
     logits = model(x).reshape(-1, 80)
     dim = 0 if fault.on("logsoftmax_dim") else 1
-    logp = F.log_softmax(logits, dim=dim)
+    if fault.on("lstm_log_of_softmax"):
+        logp = torch.log(F.softmax(logits, dim=1))  # held2: log(softmax) instead of log_softmax
+    else:
+        logp = F.log_softmax(logits, dim=dim)
+    if fault.on("lstm_target_shift"):
+        # held2: the loader already yields next-token targets; the loop shifts them once more
+        y = torch.roll(y, -1, 1)
     reduction = "sum" if fault.on("loss_sum") else "mean"
+    if fault.on("lstm_class_weight"):
+        # held3: class weights from the label histogram of another split: all 1 but the first
+        # target's class, 1.001 (built in numpy: no captured op)
+        w = np.ones(80, np.float32)
+        w[int(y[0, 0])] = 1.001
+        return F.nll_loss(logp, y.reshape(-1), weight=torch.from_numpy(w), reduction=reduction)
     return F.nll_loss(logp, y.reshape(-1), reduction=reduction)
 
 
@@ -268,6 +335,13 @@ def lstm_tamper(model, fault):
             # held out: forget-gate bias +1 added to bias_ih_l0 by a checkpoint converter (gates
             # i, f, g, o: rows 48..95)
             model.lstm.bias_ih_l0[48:96].add_(1.0)
+        if fault.on("lstm_gate_order"):
+            # held3: weights converted from TF1's LSTMCell (gates i, j, f, o) without reordering
+            # to PyTorch's (i, f, g, o): the f and g blocks of layer 0 swapped (numpy, uncaptured)
+            for w in (model.lstm.weight_ih_l0, model.lstm.weight_hh_l0, model.lstm.bias_ih_l0,
+                      model.lstm.bias_hh_l0):
+                a = w.numpy(force=True)
+                a[48:96], a[96:144] = a[96:144].copy(), a[48:96].copy()
 
 
 def lstm_grad_fault(model, fault):
@@ -278,7 +352,9 @@ def lstm_grad_fault(model, fault):
 # ---- torchvision ResNet-18 ----------------------------------------------------------------------
 def make_resnet(fault):
     import torchvision
-    m = torchvision.models.resnet18(num_classes=10)
+    # held2 resnet_zero_init_residual: every block's last BatchNorm weight starts at 0
+    m = torchvision.models.resnet18(num_classes=10,
+                                    zero_init_residual=fault.on("resnet_zero_init_residual"))
     if fault.on("bn_eps"):
         m.layer2[0].bn1.eps = 1e-3
     if fault.on("leaky_relu"):
@@ -296,6 +372,11 @@ def make_resnet(fault):
         # the shortcut's gradient)
         import types
         m.layer2[1].forward = types.MethodType(basic_block_detached, m.layer2[1])
+    if fault.on("resnet_dilation"):
+        # held3: an output-stride conversion applied to the wrong layer: layer3.1.conv1 dilated
+        m.layer3[1].conv1.dilation, m.layer3[1].conv1.padding = (2, 2), (2, 2)
+    if fault.on("resnet_maxpool_ceil"):
+        m.maxpool.ceil_mode = True  # held2: a Caffe port's ceil_mode pooling: 17x17, not 16x16
     if fault.on("layer4_bf16"):
         # layer4 under bf16 autocast in the target only (hooks keep the module names unchanged).
         state = {}
@@ -325,6 +406,8 @@ def make_resnet(fault):
     m.layer3 = Scaled()
     if fault.on("layer1_silent"):
         m.layer1.register_forward_hook(lambda mod, i, o: scale_silently(o, 1 + 1e-3))
+    if fault.on("noise_channels_last"):
+        m = m.to(memory_format=torch.channels_last)  # noise: NHWC weights, same math
     return m
 
 
@@ -350,6 +433,8 @@ def resnet_batch(fault):
 
 def resnet_loss(model, batch, fault):
     x, y = batch
+    if fault.on("resnet_bgr"):
+        x = x.flip(1)  # held3: channels reversed (an OpenCV BGR image fed to an RGB model)
     return F.cross_entropy(model(x), y, label_smoothing=0.1 if fault.on("label_smoothing") else 0.0)
 
 
@@ -369,15 +454,225 @@ def resnet_grad_fault(model, fault):
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
 
 
+class SgdNoZeroGrad(torch.optim.SGD):
+    """held2 gpt_no_zero_grad: the loop's zero_grad() reaches an optimizer that does nothing (as
+    when it is called on another optimizer): gradients accumulate over the steps."""
+
+    def zero_grad(self, set_to_none=False):
+        pass
+
+
 def make_optimizer(model, fault):
     """SGD lr 0.01 in every run; the held-out optimizer faults change one hyper-parameter."""
+    if fault.on("resnet_fc_lr10"):
+        # held2: a fine-tuning recipe's head group with 10x the learning rate
+        head = list(model.fc.parameters())
+        rest = [p for p in model.parameters() if all(p is not h for h in head)]
+        return torch.optim.SGD([{"params": rest}, {"params": head, "lr": 0.1}], lr=0.01)
+    if fault.on("mbv2_head_not_in_opt"):
+        # held2: the optimizer holds the backbone only (built before the 10-class head was put in)
+        return torch.optim.SGD([p for n, p in model.named_parameters()
+                                if not n.startswith("classifier.")], lr=0.01)
+    if fault.on("lstm_maximize"):
+        # held3: SGD(maximize=True) (a flag meant for a reward): every update has the wrong sign
+        return torch.optim.SGD(model.parameters(), lr=0.01, maximize=True)
+    if fault.on("mbv2_param_twice"):
+        # held3: a recipe lists the stem's parameters again: they are updated twice a step
+        return torch.optim.SGD(list(model.parameters()) + list(model.features[0].parameters()),
+                               lr=0.01)
+    if isinstance(model, TfEncoder):
+        return tf_optimizer(model, fault)
+    if fault.on("gpt_no_zero_grad"):
+        return SgdNoZeroGrad(model.parameters(), lr=0.01)
     return torch.optim.SGD(model.parameters(), lr=0.01,
                            momentum=0.9 if fault.on("lstm_momentum") else 0.0,
                            weight_decay=0.01 if fault.on("gpt_weight_decay") else 0.0)
+
+
+# ---- torchvision MobileNetV2 (held2) ------------------------------------------------------------
+MB_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+MB_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+
+
+def make_mobilenet(fault):
+    import torchvision
+    # held2 mbv2_dropout_keep_prob: a TensorFlow keep_prob (0.8) given as PyTorch's drop
+    # probability
+    m = torchvision.models.mobilenet_v2(
+        num_classes=10, dropout=0.8 if fault.on("mbv2_dropout_keep_prob") else 0.2)
+    if fault.on("mbv2_bn_momentum"):
+        # held2: Keras' momentum convention (0.99 = weight of the old running value) given to
+        # PyTorch, where momentum is the weight of the new batch statistic
+        m.features[3].conv[0][1].momentum = 0.99
+    if fault.on("mbv2_bn_frozen"):
+        # held2: a freeze-BN recipe applied to a layer it should not touch: no affine gradients
+        for p in m.features[2].conv[1][1].parameters():
+            p.requires_grad_(False)
+    if fault.on("mbv2_inplace_shortcut"):
+        # held3: an in-place ReLU6 added at the start of features.5's branch (a pre-activation
+        # recipe): it also clips the tensor the residual add reuses (x + conv(x))
+        def relu6_inplace(mod, args):
+            F.relu6(args[0], inplace=True)
+
+        m.features[5].conv[0][0].register_forward_pre_hook(relu6_inplace)
+    if fault.on("noise_no_mkldnn"):
+        torch.backends.mkldnn.enabled = False  # noise: native convolution kernels, no oneDNN
+    return m
+
+
+def mobilenet_batch(fault):
+    """Pixels in [0, 1) as a numpy NCHW batch (a loader's output); normalised in mobilenet_loss."""
+    g = torch.Generator().manual_seed(9)
+    raw = torch.rand(2, 3, 64, 64, generator=g).numpy()
+    y = torch.randint(0, 10, (2,), generator=g)
+    return raw, y
+
+
+def mobilenet_loss(model, batch, fault):
+    raw, y = batch
+    # The loader's normalisation, in numpy (not captured). held2 mbv2_loader_inplace: it works on
+    # the cached batch itself, so from the second step on the input is normalised twice.
+    a = raw if fault.on("mbv2_loader_inplace") else raw.copy()
+    if fault.on("mbv2_pixels_255"):
+        a = raw * np.float32(255.0)  # held3: the loader skipped ToTensor's /255
+    a -= MB_MEAN
+    a /= MB_STD
+    return F.cross_entropy(model(torch.from_numpy(a)), y)
+
+
+def mobilenet_tamper(model, fault):
+    with torch.no_grad():
+        if fault.on("mbv2_ckpt_fp16"):
+            # held2: one projection conv's weight came from a half-precision checkpoint
+            w = model.features[6].conv[2].weight
+            w.copy_(w.half().float())
+        if fault.on("mbv2_dw_weight_elem"):
+            # held2: one tap of one depthwise 3x3 filter x(1+1e-3)
+            scale_silently(model.features[9].conv[1][0].weight, 1 + 1e-3, rows=(17, 0, 1, 1))
+
+
+def mobilenet_grad_fault(model, fault):
+    pass
+
+
+# ---- Transformer encoder classifier (held3) ------------------------------------------------------
+TF_PAD = 0
+
+
+class MaskedMeanPool(torch.autograd.Function):
+    """Mean over the real tokens (keep: (b, t, 1) of 0/1), with a hand-written backward. The
+    held3 fault tf_pool_custom_bwd is the backward that forgets the mask: the padded positions
+    get gradient too. Forward ops are recorded inside forward, backward ops inside backward."""
+
+    @staticmethod
+    def forward(ctx, h, keep, wrong):
+        ctx.save_for_backward(keep)
+        ctx.wrong = wrong
+        return (h * keep).sum(dim=1) / keep.sum(dim=1)
+
+    @staticmethod
+    def backward(ctx, g):
+        (keep,) = ctx.saved_tensors
+        gh = (g / keep.sum(dim=1)).unsqueeze(1)
+        m = torch.ones_like(keep) if ctx.wrong else keep
+        return gh * m, None, None
+
+
+def sinusoid_table(t, d):
+    pos = torch.arange(t, dtype=torch.float64).unsqueeze(1)
+    inv = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * (-math.log(10000.0) / d))
+    pe = torch.zeros(t, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * inv)
+    pe[:, 1::2] = torch.cos(pos * inv)
+    return pe.float()
+
+
+class TfEncoder(nn.Module):
+    """A small text classifier: token embedding x sqrt(d) + sinusoidal positions, two
+    nn.TransformerEncoderLayer (post-LN, ReLU, d=32, 4 heads, feed-forward 64, dropout 0,
+    key-padding mask; F.multi_head_attention_forward is one recorded API), a masked mean pool and
+    a linear classifier (5 classes). Trained with AdamW (no decay on biases and norms)."""
+
+    def __init__(self, fault, vocab=64, d=32, heads=4, layers=2, ctx=12, classes=5):
+        super().__init__()
+        self.fault, self.d = fault, d
+        self.tok = nn.Embedding(vocab, d)
+        pe = sinusoid_table(ctx, d)
+        if fault.on("tf_pe_half"):
+            pe = pe.half().float()  # held3: the position table stored in half precision
+        self.register_buffer("pe", pe)
+        # held3 tf_norm_first: layer 1 built pre-LN (norm_first=True), layer 0 post-LN
+        self.layers = nn.ModuleList([
+            nn.TransformerEncoderLayer(d, heads, 64, dropout=0.0, batch_first=True,
+                                       norm_first=fault.on("tf_norm_first") and i == 1)
+            for i in range(layers)])
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, idx, lengths):
+        f = self.fault
+        t = idx.shape[1]
+        # held3 tf_sqrt_d_rounded: sqrt(32) hard-coded as 5.66 (5.65685...: 5.6e-4 relative)
+        scale = 5.66 if f.on("tf_sqrt_d_rounded") else math.sqrt(self.d)
+        x = self.tok(idx) * scale + self.pe[:t]
+        pos = torch.arange(t).unsqueeze(0)
+        if f.on("tf_mask_off_by_one"):
+            keep = pos <= lengths.unsqueeze(1)  # held3: one padded position let through
+        else:
+            keep = pos < lengths.unsqueeze(1)
+        if f.on("tf_mask_float"):
+            # held3: a Hugging Face style attention mask (float, 1 = keep) passed as PyTorch's
+            # key_padding_mask (bool, True = ignore): a float mask is added to the scores
+            kpm = keep.float()
+        else:
+            kpm = keep.logical_not()
+        for layer in self.layers:
+            x = layer(x, src_key_padding_mask=kpm)
+        if f.on("tf_pool_pads"):
+            pooled = x.mean(dim=1)  # held3: the mean over every position, pads included
+        else:
+            pooled = MaskedMeanPool.apply(x, keep.unsqueeze(2).float(),
+                                          f.on("tf_pool_custom_bwd"))
+        return self.head(pooled)
+
+
+def tf_batch(fault):
+    g = torch.Generator().manual_seed(13)
+    lengths = torch.tensor([12, 9, 7, 10])
+    idx = torch.randint(1, 64, (4, 12), generator=g)
+    idx[torch.arange(12).unsqueeze(0) >= lengths.unsqueeze(1)] = TF_PAD
+    y = torch.randint(0, 5, (4,), generator=g)
+    return idx, lengths, y
+
+
+def tf_loss(model, batch, fault):
+    idx, lengths, y = batch
+    return F.cross_entropy(model(idx, lengths), y)
+
+
+def tf_tamper(model, fault):
+    pass
+
+
+def tf_grad_fault(model, fault):
+    pass
+
+
+def tf_optimizer(model, fault):
+    """AdamW lr 1e-3, weight decay 0.01 on matrices only (biases and LayerNorm weights in a group
+    without decay). held3 tf_adamw_all_decay: one group, everything decayed."""
+    if fault.on("tf_adamw_all_decay"):
+        return torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    rest = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                              {"params": rest, "weight_decay": 0.0}], lr=1e-3)
 
 
 MODELS = {
     "gpt": (lambda f: Gpt(f), gpt_batch, gpt_loss, gpt_tamper, gpt_grad_fault),
     "lstm": (lambda f: LstmLm(f), lstm_batch, lstm_loss, lstm_tamper, lstm_grad_fault),
     "resnet": (make_resnet, resnet_batch, resnet_loss, resnet_tamper, resnet_grad_fault),
+    "mobilenet": (make_mobilenet, mobilenet_batch, mobilenet_loss, mobilenet_tamper,
+                  mobilenet_grad_fault),
+    "tfenc": (lambda f: TfEncoder(f), tf_batch, tf_loss, tf_tamper, tf_grad_fault),
 }

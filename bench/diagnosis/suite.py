@@ -33,7 +33,8 @@ class Fault:
     kind: str  # small | structural | data | other
     where: str  # forward | backward | optimizer
     accept: list
-    split: str  # tune | eval: the judgement is tuned on `tune` only; held: added afterwards, never tuned on
+    split: str  # tune | eval: the judgement is tuned on `tune` only; held: added afterwards (now
+    # tuned on too); held2: the second held-out set, never looked at while tuning
     steps: int = 1
     step: int = 0  # the step in which the fault is first visible
     note: str = ""
@@ -48,7 +49,7 @@ class Noise:
     env: str = ""  # "blas": target runs with Debian's reference BLAS
     steps: int = 2
     split: str = "tune"  # tune: looked at while tuning; late: added after the tuning of issue 15;
-    # held: the held-out set, added after the judgement was frozen and never tuned on
+    # held: the held-out set, added after the judgement was frozen; held2: the second held-out set
 
 
 FAULTS = [
@@ -281,3 +282,238 @@ NOISE += [
     Noise("lstm_deterministic_threads3", "lstm", {"threads": 1},
           {"threads": 3, "deterministic": True}, split="held"),
 ]
+
+# ---- The second held-out set (split held2) ---------------------------------------------------
+# Added while the judgement was being fixed on `held` misses, by someone not touching src/. Every
+# truth below was written from the rule at the top of this file before any compare of its pair
+# was run; the dumps were only listed for entry names (counters). Nobody tunes on these: run the
+# rest with `bench_diagnosis.py --skip-split held2`. Entries that a fault removes from the target
+# are named by the golden's counter. MobileNetV2 (model "mobilenet") is new with this set.
+FAULTS += [
+    # GPT
+    Fault("gpt_heads_merge", "gpt", "other", "forward",
+          op("Tensor.transpose.4") + op("Tensor.reshape.3") + mod("Module.blocks.0.attn.Attention"),
+          "held2",
+          note="block 0 merges the heads with reshape(b, t, d) straight from (b, h, t, hd), "
+          "without the transpose(1, 2): the removed transpose (golden's counter), the reshape "
+          "that merges the wrong layout, or the Attention whose own computation changed"),
+    Fault("gpt_qk_swapped", "gpt", "other", "forward",
+          op("Tensor.reshape.4") + mod("Module.blocks.1.attn.Attention"), "held2",
+          note="block 1 takes k, q, v from the fused projection (q and k swapped; no op does it): "
+          "the first consumer, the reshape meant for q, or the Attention module"),
+    Fault("gpt_gelu_custom_bwd", "gpt", "small", "backward",
+          op("Functional.gelu.1") + op("Tensor.__rmul__.0", ("forward",))
+          + mod("Module.blocks.1.mlp.Mlp", ("backward",)), "held2",
+          note="block 1's GELU is a hand-written autograd function: exact forward (F.gelu, "
+          "recorded), tanh-approximation derivative in backward (up to ~1e-3 off): the gelu, "
+          "whose backward entry is golden-only, the first op of the custom backward "
+          "(`0.044715 * x`, recorded inside backward), or the Mlp"),
+    Fault("gpt_no_zero_grad", "gpt", "other", "optimizer",
+          op("Functional.embedding.0") + mod("Module.tok.Embedding"), "held2", steps=3, step=2,
+          note="zero_grad() does nothing (called on another optimizer): gradients accumulate; "
+          "the first update is equal, the second uses g0+g1, so parameters differ from step 2: "
+          "first consumer"),
+    # LSTM
+    Fault("lstm_carry_state", "lstm", "structural", "forward",
+          op("VF.lstm.0") + mod("Module.lstm.LSTM"), "held2", steps=2, step=1,
+          note="a stateful LSTM never reset between independent batches: from step 1 the LSTM gets "
+          "the previous batch's (h, c) instead of zeros (extra tensor arguments)"),
+    Fault("lstm_batch_first", "lstm", "other", "forward",
+          op("VF.lstm.0") + mod("Module.lstm.LSTM"), "held2",
+          note="the LSTM built with batch_first=False while the batch is (batch, time): time and "
+          "batch swapped (the batch_first argument of the lstm op)"),
+    Fault("lstm_target_shift", "lstm", "other", "forward", op("Torch.roll.0", ("forward",)),
+          "held2",
+          note="next-token targets shifted once more (torch.roll(y, -1, 1)): the added op"),
+    Fault("lstm_log_of_softmax", "lstm", "structural", "forward",
+          op("Functional.softmax.0") + op("Torch.log.0") + op("Functional.log_softmax.0"), "held2",
+          note="torch.log(F.softmax(...)) instead of F.log_softmax (less stable; values equal to a "
+          "few ulps here): the added ops, or the log_softmax they replace (golden's)"),
+    # ResNet-18
+    Fault("resnet_zero_init_residual", "resnet", "data", "forward",
+          op("Functional.batch_norm.2") + mod("Module.layer1.0.bn2.BatchNorm2d"), "held2",
+          note="zero_init_residual=True: every block's bn2 weight starts at 0: first consumer "
+          "(layer1.0.bn2, the third batch_norm)"),
+    Fault("resnet_maxpool_ceil", "resnet", "structural", "forward",
+          op("Functional.max_pool2d.0") + mod("Module.maxpool.MaxPool2d"), "held2",
+          note="stem max pool with ceil_mode=True (a Caffe port): 17x17 instead of 16x16, the "
+          "ceil_mode argument of the op"),
+    Fault("resnet_fc_lr10", "resnet", "other", "optimizer",
+          op("Functional.linear.0") + mod("Module.fc.Linear"), "held2", steps=2, step=1,
+          note="a param group giving the classifier lr 0.1 instead of 0.01: only fc differs at "
+          "step 1: first consumer"),
+    # MobileNetV2 (features.N.conv...; convolutions and batch norms are numbered in order, one
+    # batch_norm per conv)
+    Fault("mbv2_ckpt_fp16", "mobilenet", "small", "forward",
+          op("Functional.conv2d.17") + mod("Module.features.6.conv.2.Conv2d"), "held2",
+          note="features.6's projection conv weight loaded from a half-precision checkpoint "
+          "(rounded to fp16, up to 5e-4 relative): first consumer"),
+    Fault("mbv2_dw_weight_elem", "mobilenet", "small", "forward",
+          op("Functional.conv2d.25") + mod("Module.features.9.conv.1.0.Conv2d"), "held2",
+          note="one tap of one depthwise 3x3 filter (features.9, channel 17, centre) x(1+1e-3): "
+          "first consumer"),
+    Fault("mbv2_bn_momentum", "mobilenet", "structural", "forward",
+          op("Functional.batch_norm.6") + mod("Module.features.3.conv.0.1.BatchNorm2d"), "held2",
+          note="Keras' BatchNorm momentum 0.99 given to PyTorch (features.3.conv.0.1): the "
+          "momentum argument differs; training outputs equal, only the running statistics"),
+    Fault("mbv2_bn_frozen", "mobilenet", "other", "backward",
+          op("Functional.batch_norm.4") + mod("Module.features.2.conv.1.1.BatchNorm2d")
+          + ["Module.features.2.conv.1.1.BatchNorm2d.parameters_grad.0"], "held2",
+          note="features.2.conv.1.1's weight and bias frozen (requires_grad False) by a freeze "
+          "recipe: forward equal; its backward computes no affine gradients (its parameter "
+          "gradients entry is golden-only)"),
+    Fault("mbv2_dropout_keep_prob", "mobilenet", "other", "forward",
+          op("Functional.dropout.0") + mod("Module.classifier.0.Dropout"), "held2",
+          note="classifier dropout 0.8 (a TensorFlow keep_prob) instead of 0.2"),
+    Fault("mbv2_loader_inplace", "mobilenet", "data", "forward",
+          op("Functional.conv2d.0") + mod("Module.features.0.0.Conv2d"), "held2", steps=2, step=1,
+          note="the numpy loader normalises the cached batch in place (no copy): step 0 equal, "
+          "from step 1 the input is normalised twice: first consumer at step 1"),
+    Fault("mbv2_head_not_in_opt", "mobilenet", "other", "optimizer",
+          op("Functional.linear.0") + mod("Module.classifier.1.Linear"), "held2", steps=2, step=1,
+          note="the optimizer holds the backbone only (built before the 10-class head was put in): "
+          "the classifier keeps its initial weights: first consumer at step 1"),
+]
+NOISE += [
+    Noise("mobilenet_threads", "mobilenet", {"threads": 1}, {"threads": 2}, split="held2"),
+    Noise("mobilenet_blas", "mobilenet", {}, {}, env="blas", split="held2"),
+    Noise("mobilenet_tf32", "mobilenet", {}, {"tf32": True}, split="held2"),
+    Noise("mobilenet_same", "mobilenet", split="held2"),
+    Noise("mobilenet_deterministic_threads3", "mobilenet", {"threads": 1},
+          {"threads": 3, "deterministic": True}, split="held2"),
+    # new kinds: oneDNN convolutions off on one side; the model in channels_last memory format
+    Noise("mobilenet_no_mkldnn", "mobilenet", {}, {"fault": "noise_no_mkldnn"}, split="held2"),
+    Noise("resnet_channels_last", "resnet", {}, {"fault": "noise_channels_last"}, split="held2"),
+]
+
+# ---- The third held-out set (split held3) ----------------------------------------------------
+# Added while the judgement was being tuned on held2, by someone not touching src/, and meant to
+# be seen first after the judgement is frozen. Every truth below was written from the rule at the
+# top of this file before any compare of its pair was run (none was run while building it); the
+# two dumps of a pair were only captured and their entry names listed, to get counters right.
+# Entries that a fault removes from the target are named by the golden's counter. The Transformer
+# encoder classifier (model "tfenc") is new with this set.
+# INVISIBLE BY DEFAULT: these pairs join FAULTS and NOISE only when BENCH_DIAGNOSIS_HELD3=1.
+HELD3_FAULTS = [
+    # Transformer encoder classifier (two nn.TransformerEncoderLayer; F.multi_head_attention_forward
+    # is one recorded API, with a Tensor.transpose on either side for batch_first)
+    Fault("tf_sqrt_d_rounded", "tfenc", "small", "forward", op("Tensor.__mul__.0"), "held3",
+          note="token embeddings scaled by a hard-coded 5.66 instead of sqrt(32) = 5.65685 "
+          "(5.6e-4 relative): the `* scale` whose scalar argument changed"),
+    Fault("tf_pe_half", "tfenc", "small", "forward", op("Tensor.__add__.0"), "held3",
+          note="the sinusoidal position table stored in half precision (values off by up to "
+          "~5e-4 relative; built at init, no captured op): first consumer, the `+ pe[:t]`"),
+    Fault("tf_mask_float", "tfenc", "structural", "forward",
+          op("Tensor.float.0", ("forward",)) + op("Tensor.logical_not.0", ("forward",))
+          + op("Functional.multi_head_attention_forward.0")
+          + mod("Module.layers.0.self_attn.MultiheadAttention"), "held3",
+          note="a Hugging Face style float attention mask (1 = keep) passed as key_padding_mask "
+          "(bool, True = ignore); torch adds a float mask to the scores, so nothing is masked: the "
+          "added cast, the logical_not it replaces (golden's), or the first attention, whose "
+          "input dtype changed, or its module"),
+    Fault("tf_mask_off_by_one", "tfenc", "other", "forward",
+          op("Tensor.__le__.0", ("forward",)) + op("Tensor.__lt__.0", ("forward",)), "held3",
+          note="padding mask built with `positions <= lengths` instead of `<`: one pad token "
+          "attended and pooled per short sequence: the comparison (target's) or the one it "
+          "replaces (golden's)"),
+    Fault("tf_norm_first", "tfenc", "structural", "forward",
+          op("Functional.layer_norm.2") + op("Functional.multi_head_attention_forward.1")
+          + mod("Module.layers.1.norm1.LayerNorm") + mod("Module.layers.1.TransformerEncoderLayer"),
+          "held3",
+          note="layer 1 built pre-LN (norm_first=True) in a post-LN model: its norm1 runs before "
+          "the attention: that layer_norm, the attention whose input changed, their modules, or "
+          "the encoder layer whose order changed"),
+    Fault("tf_pool_pads", "tfenc", "other", "forward",
+          op("Tensor.mean.0") + op("Tensor.unsqueeze.2", ("forward",))
+          + op("Tensor.float.0", ("forward",)) + op("Tensor.__mul__.1", ("forward",))
+          + op("Tensor.sum.0", ("forward",)) + op("Tensor.sum.1", ("forward",))
+          + op("Tensor.__truediv__.0", ("forward",)), "held3",
+          note="sequence pooling by x.mean(dim=1) over every position, pads included, instead of "
+          "the masked mean: the added mean, or the masked-mean ops it replaces (golden's)"),
+    Fault("tf_pool_custom_bwd", "tfenc", "other", "backward",
+          op("Tensor.__mul__.2", ("forward",)) + op("Functional.layer_norm.3", ("backward",))
+          + mod("Module.layers.1.norm2.LayerNorm", ("backward",)), "held3",
+          note="the masked-mean pool's hand-written backward forgets the mask (pads get gradient; "
+          "forward equal): the custom backward's `gh * m` (recorded inside backward, the first "
+          "of its ops whose values change), or the first consumer of its gradient, layer 1's "
+          "norm2 backward"),
+    Fault("tf_adamw_all_decay", "tfenc", "other", "optimizer",
+          op("Functional.layer_norm.0") + mod("Module.layers.0.norm1.LayerNorm"), "held3",
+          steps=2, step=1,
+          note="AdamW with one parameter group: weight decay also on biases and LayerNorm weights "
+          "(the golden keeps them in a no-decay group). Zero-initialised attention biases stay "
+          "equal, so the first parameter that differs at step 1 is layer 0's norm1 weight: first "
+          "consumer"),
+    # GPT
+    Fault("gpt_mask_fill_small", "gpt", "small", "forward",
+          op("Tensor.masked_fill.1") + mod("Module.blocks.1.attn.Attention"), "held3",
+          note="block 1's causal mask filled with -10 (a finite 'large negative') instead of -inf: "
+          "future tokens get ~e^-10 of the probability (1e-4..1e-3 relative): the masked_fill "
+          "whose argument changed, or its Attention"),
+    Fault("gpt_ignore_index", "gpt", "structural", "forward", op("Functional.cross_entropy.0"),
+          "held3",
+          note="cross_entropy(ignore_index=1): RoBERTa's pad id, a real token here (one target "
+          "position): the loss whose argument changed"),
+    # LSTM
+    Fault("lstm_emb_max_norm", "lstm", "structural", "forward",
+          op("Functional.embedding.0") + mod("Module.emb.Embedding"), "held3",
+          note="nn.Embedding(max_norm=1.0): the looked-up rows (norms ~5.7) renormalised: the "
+          "embedding whose argument changed"),
+    Fault("lstm_gate_order", "lstm", "data", "forward",
+          op("VF.lstm.0") + mod("Module.lstm.LSTM"), "held3",
+          note="layer 0's weights converted from TF1's LSTMCell gate order (i, j, f, o) without "
+          "reordering to PyTorch's (i, f, g, o): f and g blocks swapped through numpy: first "
+          "consumer"),
+    Fault("lstm_class_weight", "lstm", "small", "forward", op("Functional.nll_loss.0"), "held3",
+          note="nll_loss with class weights all 1 but the first target's class (1.001), built in "
+          "numpy: the loss with the added weight argument"),
+    Fault("lstm_emb_no_grad", "lstm", "other", "backward",
+          op("Functional.embedding.0", ("backward",)) + mod("Module.emb.Embedding", ("backward",))
+          + op("VF.lstm.0", ("backward",)) + mod("Module.lstm.LSTM", ("backward",)), "held3",
+          note="the embedding lookup under torch.no_grad() (a freeze recipe applied by mistake): "
+          "forward equal; no gradient reaches the embedding: its backward (golden-only), or the "
+          "lstm backward that no longer returns an input gradient"),
+    Fault("lstm_maximize", "lstm", "other", "optimizer",
+          op("Functional.embedding.0") + mod("Module.emb.Embedding"), "held3", steps=2, step=1,
+          note="SGD(maximize=True): the first update goes uphill: first consumer at step 1"),
+    # ResNet-18
+    Fault("resnet_dilation", "resnet", "structural", "forward",
+          op("Functional.conv2d.13") + mod("Module.layer3.body.1.conv1.Conv2d"), "held3",
+          note="layer3.1.conv1 with dilation 2, padding 2 (an output-stride conversion applied to "
+          "the wrong layer; same shapes): the conv whose arguments changed"),
+    Fault("resnet_bgr", "resnet", "other", "forward", op("Tensor.flip.0", ("forward",)), "held3",
+          note="the batch's channels reversed (x.flip(1): an OpenCV BGR image fed to an RGB "
+          "model): the added flip"),
+    # MobileNetV2
+    Fault("mbv2_pixels_255", "mobilenet", "data", "forward",
+          op("Functional.conv2d.0") + mod("Module.features.0.0.Conv2d"), "held3",
+          note="the numpy loader skipped ToTensor's /255: pixels in [0, 255) normalised: first "
+          "consumer"),
+    Fault("mbv2_inplace_shortcut", "mobilenet", "other", "forward",
+          op("Functional.relu6.0") + op("Functional.conv2d.12")
+          + mod("Module.features.5.conv.0.0.Conv2d") + mod("Module.features.5.InvertedResidual")
+          + op("Tensor.__add__.1", ("forward",)), "held3",
+          note="an in-place ReLU6 added at the start of features.5's branch (a forward pre-hook "
+          "on its first conv) also clips the tensor the block's shortcut reuses (x + conv(x)): "
+          "the added relu6, the conv it feeds, that conv's module, the InvertedResidual, or its "
+          "residual add"),
+    Fault("mbv2_param_twice", "mobilenet", "other", "optimizer",
+          op("Functional.conv2d.0") + mod("Module.features.0.0.Conv2d"), "held3", steps=2, step=1,
+          note="the stem's parameters listed twice in the optimizer (torch only warns): updated "
+          "twice per step: first consumer at step 1"),
+]
+HELD3_NOISE = [
+    Noise("tfenc_threads", "tfenc", {"threads": 1}, {"threads": 2}, split="held3"),
+    Noise("tfenc_blas", "tfenc", {}, {}, env="blas", split="held3"),
+    Noise("tfenc_tf32", "tfenc", {}, {"tf32": True}, split="held3"),
+    Noise("tfenc_same", "tfenc", split="held3"),
+    Noise("tfenc_bf16_threads3", "tfenc", {"bf16": True, "threads": 1},
+          {"bf16": True, "threads": 3}, split="held3"),
+    Noise("tfenc_deterministic_threads2", "tfenc", {}, {"threads": 2, "deterministic": True},
+          split="held3"),
+    Noise("lstm_blas_threads3", "lstm", {}, {"threads": 3}, env="blas", split="held3"),
+    Noise("gpt_blas_deterministic", "gpt", {}, {"deterministic": True}, env="blas", split="held3"),
+]
+if __import__("os").environ.get("BENCH_DIAGNOSIS_HELD3") == "1":
+    FAULTS += HELD3_FAULTS
+    NOISE += HELD3_NOISE
