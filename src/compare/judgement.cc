@@ -14,10 +14,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "api_signature.h"
 #include "compare/judgement.h"
 #include "compare/noise.h"
 #include "format/entry_name.h"
@@ -46,13 +48,17 @@ std::vector<EntryRows> entry_groups(const PairResult& p) {
     g.begin = i;
     g.golden_only = rp.target < 0;
     g.entry = g.golden_only ? p.golden_rows[rp.golden].entry : p.target_rows[rp.target].entry;
+    // The golden entry paired with a target entry (from its first paired row); -1: none.
+    int64_t golden_entry = g.golden_only ? g.entry : -1;
+    if (rp.target >= 0 && rp.golden >= 0) golden_entry = p.golden_rows[rp.golden].entry;
     ++i;
     while (i < p.rows.size()) {
       const RowPair& r = p.rows[i].pair;
       if (r.target >= 0) {
         if (g.golden_only || p.target_rows[r.target].entry != g.entry) break;
-      } else if (g.golden_only && p.golden_rows[r.golden].entry != g.entry) {
-        break;
+        if (golden_entry < 0 && r.golden >= 0) golden_entry = p.golden_rows[r.golden].entry;
+      } else if (static_cast<int64_t>(p.golden_rows[r.golden].entry) != golden_entry) {
+        break;  // another golden entry: one the golden run alone has
       }
       ++i;  // golden-only rows of a paired target entry stay with it
     }
@@ -109,6 +115,60 @@ DType coarser(DType a, DType b) {
   return dtype_epsilon(b) > dtype_epsilon(a) ? b : a;
 }
 
+// Largest absolute value of a tensor row (0 without statistics).
+double magnitude(const CompareRow& r) {
+  if (!r.max.has_number() || !r.min.has_number()) return 0;
+  return std::max(std::fabs(r.max.v), std::fabs(r.min.v));
+}
+
+// Root mean square of a tensor row (0 without statistics).
+double rms(const CompareRow& r) {
+  return r.norm.has_number() ? std::fabs(r.norm.v) / std::sqrt(numel(r.shape)) : 0;
+}
+
+// How much smaller an op's output is than the terms it summed (>= 1). Rounding noise, and the
+// difference a sum inherits from its inputs, are relative to the terms, while row discrepancies
+// are relative to the row itself: an output that cancels (the bias gradient of a norm whose
+// output feeds another norm, a mean near zero) shows a larger relative difference for the same
+// absolute one. Reductions and norms compare with their largest input; a contraction of K terms
+// with the size K random-signed products would sum to, sqrt(K) rms(a) rms(b). Elementwise ops and
+// modules do not sum (1).
+double cancellation(OpClass c, const std::vector<const CompareRow*>& in, const CompareRow& t_out,
+                    const CompareRow& g_out, double k) {
+  const double out = std::max(magnitude(t_out), magnitude(g_out));
+  double terms = 0;
+  switch (c) {
+    case OpClass::kReduction:
+    case OpClass::kNormalization:
+    case OpClass::kSoftmax:
+    case OpClass::kCollective:
+      for (const CompareRow* r : in)
+        if (dtype_is_floating(r->element_type)) terms = std::max(terms, magnitude(*r));
+      break;
+    case OpClass::kContraction:
+      if (in.size() >= 2) terms = std::sqrt(std::max(k, 1.0)) * rms(*in[0]) * rms(*in[1]);
+      break;
+    default:
+      return 1;
+  }
+  if (!(out > 0) || !std::isfinite(terms)) return 1;
+  return std::max(1.0, terms / out);
+}
+
+// A buffer an op updates in place from each batch (BatchNorm's running_mean/running_var): state
+// the previous step left behind, like the parameters it updated.
+bool running_statistic(std::string_view entry, std::string_view row) {
+  if (row.size() <= entry.size() + 1 || row.compare(0, entry.size(), entry) != 0) return false;
+  const std::string_view suffix = row.substr(entry.size() + 1);
+  constexpr std::string_view kRunning = "input.running_";
+  if (suffix.compare(0, kRunning.size(), kRunning) == 0) return true;
+  const EntryName n = parse_entry_name(entry);
+  std::string api(n.prefix);
+  api.push_back('.');
+  api.append(n.op);
+  return other_input_spelling(api, suffix).compare(0, kRunning.size(), kRunning) == 0;
+}
+
 struct Judge {
   PairResult& p;
   const bool md5;
@@ -126,10 +186,22 @@ struct Judge {
   // VF.lstm calls numprobe records).
   struct OneSided {
     EntryRows g;
+    size_t position = 0;
+    Regime regime = Regime::kBitwise;  // when it ran
     bool target_side = true;
+    bool behind_equal = false;  // reached a consumer with equal statistics (pending's rule)
     std::unordered_set<std::string> outputs;
   };
   std::vector<OneSided> one_sided;
+  // One-sided entries whose output the current entry consumes with equal statistics: equal
+  // statistics are not equal values (a permutation keeps them), so such an entry is a finding
+  // when the entry consuming its output becomes a suspect itself, and is dropped otherwise.
+  std::vector<OneSided> pending;
+  // Execution-order position of the entry being judged, and of each suspect (parallel to
+  // p.suspects): entries only the golden has are walked where the golden ran them, while their
+  // rows sit at the end of p.rows (the CSV's order).
+  size_t position = 0;
+  std::vector<size_t> suspect_positions;
 
   double discrepancy(const CompareRow& t, const CompareRow& g) const {
     if (md5 && t.kind == RowKind::kTensor && g.kind == RowKind::kTensor)
@@ -149,11 +221,9 @@ struct Judge {
       }
       const double limit = bitwise ? 0 : noise_tolerance(t.element_type);
       if (d > limit && p.suspects.size() < kMaxSuspects) {
-        FirstDivergence f;
-        f.reason = "structure_differs";
-        f.input_discrepancy = f.output_discrepancy = kInf;
-        f.score = 1;
-        add(std::move(f), o.g, nullptr);
+        add_one_sided(o);
+      } else if (d == 0 && !md5) {
+        pending.push_back(o);
       }
       one_sided.erase(one_sided.begin() + static_cast<std::ptrdiff_t>(k));
     }
@@ -168,12 +238,25 @@ struct Judge {
            discrepancy(t, p.target_rows[static_cast<size_t>(it->second)]) == 0;
   }
 
+  void add_one_sided(const OneSided& o) {
+    FirstDivergence f;
+    f.reason = "structure_differs";
+    f.input_discrepancy = f.output_discrepancy = kInf;
+    f.score = 1;
+    add(std::move(f), o.g, nullptr, o.position, o.regime);
+  }
+
   void add(FirstDivergence f, const EntryRows& g, const RowResult* row) {
+    add(std::move(f), g, row, position, regime);
+  }
+  // `at`, `when`: the walk position and regime of the entry (an earlier one for an entry only
+  // one run has, settled when its consumer is judged).
+  void add(FirstDivergence f, const EntryRows& g, const RowResult* row, size_t at, Regime when) {
     const std::string_view name =
         g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
     f.entry = std::string(name);
     f.op_class = op_class_name(op_class(name));
-    f.regime = regime_name(regime);
+    f.regime = regime_name(when);
     const RowResult& r = row ? *row : p.rows[g.begin];
     f.row_index = static_cast<size_t>(&r - p.rows.data());
     f.row = std::string(r.pair.target >= 0 ? p.target_rows[r.pair.target].name
@@ -185,20 +268,61 @@ struct Judge {
       if (parent) f.module = std::string(*parent);
     }
     p.suspects.push_back(std::move(f));
+    suspect_positions.push_back(at);
   }
 
   void entry(const EntryRows& g, bool paired_entry) {
+    const size_t before = p.suspects.size();
+    judge(g, paired_entry);
+    if (pending.empty()) return;
+    if (p.suspects.size() > before) {
+      for (const OneSided& o : pending) add_one_sided(o);
+    } else if (paired_entry && outputs_agree(g)) {
+      // Equal statistics in, equal statistics out (a reshape of the rolled labels): the doubt
+      // travels on with the outputs to their consumers.
+      for (OneSided& o : pending) {
+        o.behind_equal = true;
+        o.outputs.clear();
+        for (size_t i = g.begin; i < g.end; ++i) {
+          const RowPair& rp = p.rows[i].pair;
+          if (rp.target < 0 || rp.golden < 0) continue;
+          const CompareRow& r = o.target_side ? p.target_rows[rp.target] : p.golden_rows[rp.golden];
+          if (r.kind == RowKind::kTensor && !is_input(r)) o.outputs.insert(tensor_key(r));
+        }
+        if (!o.outputs.empty()) one_sided.push_back(std::move(o));
+      }
+    }
+    pending.clear();
+  }
+
+  // Every paired tensor output of the entry has the same summary in both runs.
+  bool outputs_agree(const EntryRows& g) const {
+    for (size_t i = g.begin; i < g.end; ++i) {
+      const RowPair& rp = p.rows[i].pair;
+      if (rp.target < 0 || rp.golden < 0) continue;
+      const CompareRow& t = p.target_rows[rp.target];
+      if (!is_input(t) && discrepancy(t, p.golden_rows[rp.golden]) > 0) return false;
+    }
+    return true;
+  }
+
+  void judge(const EntryRows& g, bool paired_entry) {
     if (!paired_entry) {
       // An entry only one run has. Only meaningful when names are comparable, and only for
-      // forward entries: a module backward or parameters_grad entry without a counterpart says
-      // which hooks the dumping tool registered (msprobe writes no module backward entries on
-      // torch 1.13, nor gradients of modules that never ran), not what was computed; a real
-      // change there also shows in a forward entry or in the gradients around it.
+      // forward entries and API backward entries (a gradient one run computes and the other
+      // does not: a detach, a branch cut from the graph). A module backward or parameters_grad
+      // entry without a counterpart says which hooks the dumping tool registered (msprobe
+      // writes no module backward entries on torch 1.13, nor gradients of modules that never
+      // ran), not what was computed; a real change there also shows in the entries around it.
       const std::string_view name =
           g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
-      if (structural && parse_entry_name(name).direction == Direction::kForward) {
+      const Direction dir = parse_entry_name(name).direction;
+      const bool api_backward = dir == Direction::kBackward && op_class(name) != OpClass::kModule;
+      if (structural && (dir == Direction::kForward || api_backward)) {
         OneSided o;
         o.g = g;
+        o.position = position;
+        o.regime = regime;
         o.target_side = !g.golden_only;
         for (size_t i = g.begin; i < g.end; ++i) {
           const RowPair& rp = p.rows[i].pair;
@@ -214,7 +338,8 @@ struct Judge {
     const std::string_view name = p.target.dump.entry_name(g.entry);
     const OpClass cls = op_class(name);
     double d_in = 0, d_out = 0;
-    const RowResult *worst_out = nullptr, *args = nullptr, *dtype = nullptr;
+    const bool forward = parse_entry_name(name).direction == Direction::kForward;
+    const RowResult *worst_out = nullptr, *args = nullptr, *dtype = nullptr, *missing = nullptr;
     const RowResult* unexplained = nullptr;
     bool unexplained_external = false, unexplained_param = false;
     DType dt = DType::kUnknown;
@@ -233,6 +358,17 @@ struct Judge {
       const double d = discrepancy(t, gr);
       if (in && t.kind == RowKind::kTensor && !one_sided.empty()) consumed(t, gr, d);
       if (d > 0) any_difference = true;
+      // A tensor in one run where the other has None: an argument left out (a bias dropped)
+      // when it is a forward input, else a gradient only one run computes (a detach).
+      const bool t_none = t.kind == RowKind::kNone, g_none = gr.kind == RowKind::kNone;
+      if (structural && t_none != g_none && (t_none ? gr.kind : t.kind) == RowKind::kTensor) {
+        if (in && forward) {
+          if (!args) args = &r;
+        } else if (!missing) {
+          missing = &r;
+        }
+        continue;
+      }
       const bool both_values =
           (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) && t.kind == gr.kind;
       if (structural && in && both_values && d > 0) {
@@ -240,6 +376,11 @@ struct Judge {
         continue;
       }
       const bool both_tensors = t.kind == RowKind::kTensor && gr.kind == RowKind::kTensor;
+      // An API's backward outputs are the gradients of its last autograd node (msprobe hooks
+      // the same node): two implementations of one op (channels_last pooling, a batched
+      // matmul) end in nodes of other shapes. Not comparable; the entries consuming the real
+      // gradients judge them.
+      if (both_tensors && !in && !forward && t.shape != gr.shape) continue;
       if (structural && both_tensors && r.pair.dtype_checked && t.element_type != DType::kUnknown &&
           gr.element_type != DType::kUnknown && t.element_type != gr.element_type && !dtype)
         dtype = &r;
@@ -260,11 +401,15 @@ struct Judge {
             // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
             // made by an op from the differences the runs already have: that op may amplify
             // them like any other.
-            const bool param = t.requires_grad == 1 || t.state == RowState::kParameters;
+            // Running statistics were updated from the previous step's batch statistics, sums
+            // that may cancel and were not dumped: once that step drifted, no bound is known.
+            const bool running = running_statistic(name, t.name);
+            const bool param = t.requires_grad == 1 || t.state == RowState::kParameters || running;
             const double tol = noise_tolerance(t.element_type);
-            const double floor = bitwise ? 0
-                                 : param ? std::max(tol, carried)
-                                         : tol + kNoiseAmplification * present;
+            const double floor = bitwise                  ? 0
+                                 : running && carried > 0 ? kInf
+                                 : param                  ? tol + carried
+                                                          : tol + kNoiseAmplification * present;
             // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
             if (d > floor && (bitwise || !md5)) {
               unexplained = &r;
@@ -286,7 +431,9 @@ struct Judge {
       const RowPair& rp = p.rows[i].pair;
       if (rp.target < 0 || rp.golden < 0) continue;
       const CompareRow& gr = p.golden_rows[rp.golden];
-      if (gr.kind == RowKind::kTensor && !is_input(gr)) producers[tensor_key(gr)] = rp.target;
+      if (gr.kind == RowKind::kTensor && !is_input(gr) &&
+          gr.shape == p.target_rows[rp.target].shape)
+        producers[tensor_key(gr)] = rp.target;
     }
     if (dt == DType::kUnknown) dt = DType::kF32;
     const double tol_noise = noise_tolerance(dt);
@@ -310,6 +457,12 @@ struct Judge {
       f.score = 0.95;
       return add(std::move(f), g, dtype);
     }
+    if (missing) {
+      f.reason = "structure_differs";
+      f.input_discrepancy = f.output_discrepancy = kInf;
+      f.score = 1;
+      return add(std::move(f), g, missing);
+    }
     if (unexplained) {
       f.reason = unexplained_param ? "parameters_differ" : "inputs_already_differ";
       f.source = unexplained_param ? "parameters" : "data";
@@ -327,6 +480,8 @@ struct Judge {
     // difference say something its APIs did not: that it computed something uncaptured.
     if (!was_bitwise && cls == OpClass::kModule) return;
     // Outputs differ and every input is accounted for.
+    const double c = cancellation(cls, inputs, p.target_rows[worst_out->pair.target],
+                                  p.golden_rows[worst_out->pair.golden], n);
     const bool deterministic = cls == OpClass::kElementwise || cls == OpClass::kModule;
     if (d_in == 0 && (was_bitwise || md5)) {
       if (deterministic) {
@@ -343,26 +498,44 @@ struct Judge {
         return add(std::move(f), g, worst_out);
       }
       if (cls != OpClass::kUnknown) {
-        if (d_out <= tol_order)
+        if (d_out <= c * tol_order)
           return note_noise(low_precision ? Regime::kLowPrecision : Regime::kReductionOrder);
-        if ((cls == OpClass::kContraction || cls == OpClass::kCollective) && d_out <= tol_noise)
+        if ((cls == OpClass::kContraction || cls == OpClass::kCollective) && d_out <= c * tol_noise)
           return note_noise(low_precision ? Regime::kLowPrecision : Regime::kTf32);
         f.reason = "outputs_diverge";
-        f.tolerance = cls == OpClass::kContraction ? tol_noise : tol_order;
+        f.tolerance = c * (cls == OpClass::kContraction ? tol_noise : tol_order);
         f.score = 0.85;
         return add(std::move(f), g, worst_out);
       }
     }
     if (md5) return;  // inputs already differ: the amplification cannot be measured in bits
     const double tol = std::max(tol_noise, tol_order);
-    f.tolerance = tol;
+    f.tolerance = c * tol;
     // A contraction of K terms whose inputs differ by a relative d can differ by up to ~sqrt(K) d:
-    // K terms of either sign sum to ~sqrt(K) times one term, their differences to K times.
-    const double gain = cls == OpClass::kContraction ? std::max(kNoiseAmplification, std::sqrt(n))
-                                                     : kNoiseAmplification;
-    if (d_out > tol + gain * d_in) {
+    // K terms of either sign sum to ~sqrt(K) times one term, their differences to K times. The
+    // statistics give d from the extremes and sums, not per element (an element near zero after a
+    // norm may move far more than the Max): the output may move by what K terms of the inputs'
+    // magnitudes can, K |w|max |x|max d over the output's magnitude.
+    // d_in is measured at the inputs' extremes (|dMax| over the magnitude); a typical element
+    // carrying the same absolute difference differs, relatively, by d_in x Max/RMS. The op acts
+    // on typical elements as much as on the extremes.
+    double spread = 1;
+    for (const CompareRow* r : inputs)
+      if (dtype_is_floating(r->element_type) && rms(*r) > 0)
+        spread = std::max(spread, magnitude(*r) / rms(*r));
+    double gain = kNoiseAmplification * spread;
+    if (cls == OpClass::kContraction) {
+      gain = std::max(gain, std::sqrt(n));
+      if (inputs.size() >= 2) {
+        const double out = std::max(magnitude(p.target_rows[worst_out->pair.target]),
+                                    magnitude(p.golden_rows[worst_out->pair.golden]));
+        const double lipschitz = n * magnitude(*inputs[0]) * magnitude(*inputs[1]) / out;
+        if (out > 0 && std::isfinite(lipschitz)) gain = std::max(gain, lipschitz);
+      }
+    }
+    if (d_out > c * (tol + gain * d_in)) {
       f.reason = "outputs_diverge";
-      const double margin = d_out / (tol + gain * d_in);
+      const double margin = d_out / (c * (tol + gain * d_in));
       f.score = std::isfinite(margin) ? 0.5 + 0.5 * std::min(1.0, std::log10(margin) / 3) : 0.9;
       return add(std::move(f), g, worst_out);
     }
@@ -403,6 +576,9 @@ void judge_divergence(PairResult& p, double carried) {
           0,
           carried,
           {},
+          {},
+          {},
+          0,
           {}};
   p.suspects.clear();
   p.first_divergence.reset();
@@ -414,30 +590,64 @@ void judge_divergence(PairResult& p, double carried) {
     golden_paired.insert(p.golden_rows[r.pair.golden].entry);
     target_paired.insert(p.target_rows[r.pair.target].entry);
   }
-  for (const EntryRows& g : groups) {
-    if (p.suspects.size() >= kMaxSuspects) break;
-    const bool paired =
-        g.golden_only ? golden_paired.count(g.entry) != 0 : target_paired.count(g.entry) != 0;
-    if (g.golden_only && paired) continue;  // extra golden rows of a paired entry
-    j.entry(g, paired);
+  // Execution order: target entries as they ran, each entry only the golden has right after the
+  // target entry paired with the golden entry that ran before it.
+  std::map<uint32_t, size_t> host_of;                  // paired golden entry -> its target group
+  std::vector<std::pair<size_t, size_t>> golden_only;  // (host group + 1, group), 0: before all
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const EntryRows& g = groups[i];
+    if (g.golden_only) continue;
+    for (size_t k = g.begin; k < g.end; ++k) {
+      const RowPair& rp = p.rows[k].pair;
+      if (rp.target >= 0 && rp.golden >= 0) {
+        host_of[p.golden_rows[rp.golden].entry] = i;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const EntryRows& g = groups[i];
+    if (!g.golden_only || golden_paired.count(g.entry)) continue;  // paired: extra golden rows
+    auto it = host_of.lower_bound(g.entry);
+    golden_only.emplace_back(it == host_of.begin() ? 0 : std::prev(it)->second + 1, i);
+  }
+  std::stable_sort(golden_only.begin(), golden_only.end());  // golden entries keep their order
+  std::vector<size_t> walk;
+  walk.reserve(groups.size());
+  size_t next = 0;
+  for (size_t i = 0; i <= groups.size(); ++i) {
+    for (; next < golden_only.size() && golden_only[next].first == i; ++next)
+      walk.push_back(golden_only[next].second);
+    if (i < groups.size() && !groups[i].golden_only) walk.push_back(i);
+  }
+  for (size_t k = 0; k < walk.size() && p.suspects.size() < kMaxSuspects; ++k) {
+    const EntryRows& g = groups[walk[k]];
+    j.position = k;
+    j.entry(g, !g.golden_only && target_paired.count(g.entry) != 0);
   }
   // One-sided entries no dumped entry consumed (their outputs went where nothing was dumped, or
   // through an uncaptured change) are findings when something differs after them.
   for (const auto& o : j.one_sided) {
-    const bool later =
-        std::any_of(p.suspects.begin(), p.suspects.end(),
-                    [&](const FirstDivergence& f) { return f.row_index > o.g.begin; });
+    if (o.behind_equal) continue;  // only a diverging consumer names it
+    const bool later = std::any_of(j.suspect_positions.begin(), j.suspect_positions.end(),
+                                   [&](size_t at) { return at > o.position; });
     if (!later) continue;
     FirstDivergence f;
     f.reason = "structure_differs";
     f.input_discrepancy = f.output_discrepancy = kInf;
     f.score = 1;
-    j.add(std::move(f), o.g, nullptr);
+    j.add(std::move(f), o.g, nullptr, o.position, o.regime);
   }
   // An entry only one run has is added when its consumer is judged: restore execution order.
-  std::stable_sort(
-      p.suspects.begin(), p.suspects.end(),
-      [](const FirstDivergence& a, const FirstDivergence& b) { return a.row_index < b.row_index; });
+  std::vector<size_t> order(p.suspects.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return j.suspect_positions[a] < j.suspect_positions[b];
+  });
+  std::vector<FirstDivergence> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(std::move(p.suspects[i]));
+  p.suspects = std::move(sorted);
   if (p.suspects.size() > kMaxSuspects) p.suspects.resize(kMaxSuspects);
   p.regime = p.suspects.empty() ? regime_name(j.regime) : p.suspects.front().regime;
   if (!p.suspects.empty()) p.first_divergence = p.suspects.front();

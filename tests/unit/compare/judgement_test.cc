@@ -19,7 +19,15 @@ struct T {
   double max = 1, min = -1, mean = 0, norm = 3;
   std::string dtype = "torch.float32";
   bool requires_grad = false;
+  std::string shape = "[4, 8]";
+  bool none = false;  // a null leaf (a None argument or gradient)
 };
+
+T none_leaf() {
+  T t;
+  t.none = true;
+  return t;
+}
 
 // A dump entry: tensor inputs, optional scalar argument, tensor outputs.
 struct E {
@@ -30,11 +38,13 @@ struct E {
 };
 
 std::string leaf(const T& t) {
+  if (t.none) return "null";
   std::ostringstream s;
   s.precision(17);
-  s << R"({"type": "torch.Tensor", "dtype": ")" << t.dtype << R"(", "shape": [4, 8], "Max": )"
-    << t.max << ", \"Min\": " << t.min << ", \"Mean\": " << t.mean << ", \"Norm\": " << t.norm
-    << ", \"requires_grad\": " << (t.requires_grad ? "true" : "false") << "}";
+  s << R"({"type": "torch.Tensor", "dtype": ")" << t.dtype << R"(", "shape": )" << t.shape
+    << R"(, "Max": )" << t.max << ", \"Min\": " << t.min << ", \"Mean\": " << t.mean
+    << ", \"Norm\": " << t.norm << ", \"requires_grad\": " << (t.requires_grad ? "true" : "false")
+    << "}";
   return s.str();
 }
 
@@ -233,6 +243,147 @@ TEST(Judgement, MeanAndNormWithinStatisticsPrecisionAreNoEvidence) {
   CompareReport r2;
   expect_first(compare("precision64", numprobe, g, r2), "Functional.gelu.0.forward",
                "inputs_already_differ");
+}
+
+// An entry only the golden has is walked where the golden ran it, not where its rows sit (after
+// every target row): a gradient that the target never computes (a detach) is named before the
+// entries that then receive another gradient.
+TEST(Judgement, AnEntryOnlyTheGoldenHasIsJudgedWhereTheGoldenRanIt) {
+  const T g1{0.01, -0.01, 0, 0.05}, g2{0.02, -0.02, 0, 0.06}, g3{0.03, -0.01, 0, 0.07};
+  const T g4{0.04, -0.03, 0, 0.08};
+  std::vector<E> g = {{"Functional.relu.0.backward", {g1}, {g2}},
+                      {"Functional.softmax.0.backward", {g2}, {g3}},
+                      {"Functional.linear.0.backward", {g3}, {g4}}};
+  std::vector<E> t = {g[0], g[2]};
+  t[1].in[0].max = 0.05;  // linear's incoming gradient: softmax's is missing
+  t[1].out[0].max = 0.06;
+  CompareReport r;
+  const PairResult& p = compare("golden_only_backward", t, g, r);
+  expect_first(p, "Functional.softmax.0.backward", "structure_differs");
+  ASSERT_GE(p.suspects.size(), 2u);
+  EXPECT_EQ(p.suspects[1].entry, "Functional.linear.0.backward");
+}
+
+// None where the other run has a tensor: a forward argument left out (a LayerNorm without bias),
+// or a gradient one run does not compute (an input detached from the graph).
+TEST(Judgement, NoneAgainstATensorIsAnArgumentForwardAndStructureBackward) {
+  std::vector<E> g = {{"Functional.layer_norm.0.forward", {x, w, w}, {y}}};
+  auto t = g;
+  t[0].in[2] = none_leaf();
+  CompareReport r;
+  expect_first(compare("none_argument", t, g, r), "Functional.layer_norm.0.forward", "args_differ");
+
+  const T g1{0.01, -0.01, 0, 0.05}, g2{0.02, -0.02, 0, 0.06};
+  std::vector<E> gb = {{"Tensor.__iadd__.0.backward", {g1}, {g2, g2}}};
+  auto tb = gb;
+  tb[0].out[1] = none_leaf();
+  CompareReport r2;
+  expect_first(compare("none_gradient", tb, gb, r2), "Tensor.__iadd__.0.backward",
+               "structure_differs");
+}
+
+// After noise, a sum that cancels (a norm's bias gradient of 3e-9 made from gradients of 4e-3)
+// differs relatively by far more than its terms; measured against its terms it is noise. The
+// same relative difference on an output as large as its terms is a divergence.
+TEST(Judgement, ASumThatCancelsIsJudgedAgainstItsTerms) {
+  const T grad{4e-3, -3.6e-3, 0, 0.05};
+  const T grad_in{3.8e-3, -4.4e-3, 0, 0.04};
+  std::vector<E> g = {{"Functional.linear.0.forward", {x, w}, {z}},
+                      {"Functional.batch_norm.0.backward", {grad}, {grad_in, grad}}};
+  g[1].out[1] = T{3.4e-9, -2.3e-9, 5e-12, 1.6e-8, "torch.float32", false, "[8]"};
+  auto t = g;
+  t[0].out[0].max *= 1 + 3e-4;  // TF32 noise before: the runs are no longer bitwise
+  t[1].in[0].max *= 1 + 1e-5;
+  t[1].out[0].max *= 1 + 1e-5;
+  t[1].out[1].max = 2.7e-9;  // 20% of itself, 1.7e-7 of its terms
+  CompareReport r;
+  EXPECT_FALSE(compare("cancelling_sum", t, g, r).first_divergence);
+
+  g[1].out[1] = T{3.4e-3, -2.3e-3, 5e-6, 1.6e-2, "torch.float32", false, "[8]"};
+  t[1].out[1] = g[1].out[1];
+  t[1].out[1].max = 2.7e-3;
+  CompareReport r2;
+  expect_first(compare("non_cancelling_sum", t, g, r2), "Functional.batch_norm.0.backward",
+               "outputs_diverge");
+}
+
+// An API's backward outputs are the gradients of its last autograd node: another implementation
+// of the op (channels_last pooling) ends in a node of another shape. Not a divergence by itself.
+TEST(Judgement, BackwardOutputsOfAnotherShapeAreNotCompared) {
+  const T g1{0.02, -0.03, 0, 0.4, "torch.float32", false, "[2, 512, 1, 1]"};
+  T g2{0.006, -0.007, 0, 0.19, "torch.float32", false, "[2, 512, 2, 2]"};
+  std::vector<E> g = {{"Functional.adaptive_avg_pool2d.0.backward", {g1}, {g2}},
+                      {"Functional.relu.0.backward", {g2}, {g2}}};
+  auto t = g;
+  t[0].out[0] = g1;  // the last node's gradient has the output's shape
+  CompareReport r;
+  EXPECT_FALSE(compare("backward_shape", t, g, r).first_divergence);
+}
+
+// Parameters may differ by as much as the previous step drifted (plus the update's rounding).
+// BatchNorm's running statistics were updated from batch statistics that were not dumped and may
+// cancel: once the previous step drifted, they are no evidence; after a bitwise step they are.
+TEST(Judgement, ParametersAndRunningStatisticsMayCarryThePreviousStepsDrift) {
+  const T stat{1e-3, -1e-3, 0, 0.01, "torch.float32", false, "[8]"};
+  T drifted = stat;
+  drifted.max *= 1.3;
+  std::vector<E> g = {{"Functional.batch_norm.0.forward", {x, stat, stat}, {y}}};
+  auto t = g;
+  t[0].in[1] = drifted;  // running_mean
+  CompareReport r;
+  expect_first(compare("running_stats", t, g, r), "Functional.batch_norm.0.forward",
+               "parameters_differ");
+  judge_divergence(r.pairs.at(0), 0.01);  // the previous step drifted a little
+  EXPECT_FALSE(r.pairs.at(0).first_divergence);
+
+  std::vector<E> gw = {{"Functional.linear.0.forward", {x, w}, {z}}};
+  auto tw = gw;
+  tw[0].in[1].max *= 1.3;  // the weight
+  CompareReport r2;
+  compare("drifted_weight", tw, gw, r2);
+  judge_divergence(r2.pairs.at(0), 0.3);  // the previous step drifted by 30%: within
+  EXPECT_FALSE(r2.pairs.at(0).first_divergence);
+  judge_divergence(r2.pairs.at(0), 0.1);  // by 10%: beyond
+  ASSERT_TRUE(r2.pairs.at(0).first_divergence);
+  EXPECT_EQ(r2.pairs.at(0).first_divergence->reason, "parameters_differ");
+}
+
+// After noise, a contraction's output may move by what K terms of its inputs' magnitudes can: the
+// statistics bound the input difference at its extremes, not per element.
+TEST(Judgement, AContractionAfterNoiseIsHeldToItsInputsMagnitudes) {
+  const T xs{2, -2, 0.1, 60, "torch.float32", false, "[4, 256]"};
+  const T ws{0.5, -0.5, 0.01, 8, "torch.float32", true, "[8, 256]"};
+  std::vector<E> g = {{"Functional.linear.0.forward", {x, w}, {z}},
+                      {"Functional.linear.1.forward", {xs, ws}, {z}}};
+  auto t = g;
+  t[0].out[0].max *= 1 + 3e-4;  // TF32 noise before: the runs are no longer bitwise
+  t[1].in[0].max *= 1 + 1e-4;
+  t[1].out[0].max *= 1 + 5e-3;  // beyond 16 d_in + 2^-10, within 256 * 0.5 * 2 / 3 d_in
+  CompareReport r;
+  EXPECT_FALSE(compare("contraction_lipschitz", t, g, r).first_divergence);
+  t[1].out[0].max = z.max * (1 + 2e-2);
+  CompareReport r2;
+  expect_first(compare("contraction_fault", t, g, r2), "Functional.linear.1.forward",
+               "outputs_diverge");
+}
+
+// Equal statistics are not equal values: an entry only one run has (a roll of the labels) whose
+// output reaches its consumer with the same statistics is the divergence when that consumer's
+// outputs then differ, and nothing when they agree.
+TEST(Judgement, AOneSidedEntryBehindEqualStatisticsIsNamedWhenItsConsumerDiverges) {
+  const T labels{79, 0, 40.5, 1600, "torch.int64"};
+  const T loss{4.4, 4.4, 4.4, 4.4, "torch.float32", false, "[]"};
+  std::vector<E> g = {{"Functional.nll_loss.0.forward", {x, labels}, {loss}}};
+  auto t = g;
+  t.insert(t.begin(), E{"Torch.roll.0.forward", {labels}, {labels}});
+  CompareReport r;
+  EXPECT_FALSE(compare("roll_same", t, g, r).first_divergence);
+  t[1].out[0].max = t[1].out[0].min = 4.5;
+  CompareReport r2;
+  const PairResult& p = compare("roll_differs", t, g, r2);
+  expect_first(p, "Torch.roll.0.forward", "structure_differs");
+  ASSERT_GE(p.suspects.size(), 2u);
+  EXPECT_EQ(p.suspects[1].entry, "Functional.nll_loss.0.forward");
 }
 
 }  // namespace
