@@ -292,7 +292,7 @@ void chain_steps(CompareReport& report) {
     });
     for (size_t i = 1; i < pairs.size(); ++i) {
       const double carried = carried_discrepancy(*pairs[i - 1]);
-      if (carried > 0) judge_divergence(*pairs[i], carried);
+      if (carried > 0) judge_divergence(*pairs[i], carried, pairs[i - 1]);
     }
   }
 }

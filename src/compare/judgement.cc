@@ -202,6 +202,8 @@ struct Judge {
   // rows sit at the end of p.rows (the CSV's order).
   size_t position = 0;
   std::vector<size_t> suspect_positions;
+  const PairResult* previous = nullptr;  // the previous step of the same rank, if any
+  std::unordered_map<std::string_view, const CompareRow*> previous_rows;  // its golden's, by name
 
   double discrepancy(const CompareRow& t, const CompareRow& g) const {
     if (md5 && t.kind == RowKind::kTensor && g.kind == RowKind::kTensor)
@@ -236,6 +238,22 @@ struct Judge {
     auto it = producers.find(tensor_key(g));
     return it != producers.end() &&
            discrepancy(t, p.target_rows[static_cast<size_t>(it->second)]) == 0;
+  }
+
+  // How far a parameter (or running statistic) moved in the golden run since the previous step,
+  // relative to itself; 0 without a previous step. An optimizer carries the previous step's
+  // drift into the parameters, but not in proportion: Adam's first updates are +-lr whatever the
+  // gradient's size, so a gradient element that is rounding noise around zero can flip sign
+  // between the runs and move its parameter by twice its update. Running statistics move by
+  // momentum x a batch statistic that may cancel. Either way the runs may differ by up to twice
+  // what the golden's own step moved the tensor.
+  double moved(const CompareRow& g) {
+    if (!previous) return 0;
+    if (previous_rows.empty())
+      for (const CompareRow& r : previous->golden_rows) previous_rows.emplace(r.name, &r);
+    auto it = previous_rows.find(g.name);
+    if (it == previous_rows.end() || it->second->kind != RowKind::kTensor) return 0;
+    return row_discrepancy(g, *it->second);
   }
 
   void add_one_sided(const OneSided& o) {
@@ -347,7 +365,15 @@ struct Judge {
     bool any_difference = false;
     for (size_t i = g.begin; i < g.end; ++i) {
       const RowResult& r = p.rows[i];
-      if (r.pair.target < 0 || r.pair.golden < 0 || r.excused) continue;
+      if (r.excused) continue;
+      if (r.pair.target < 0 || r.pair.golden < 0) {
+        // A forward argument one run passes and the other leaves at its default (a class
+        // weight, a mask): an argument that differs.
+        const CompareRow& one =
+            r.pair.target >= 0 ? p.target_rows[r.pair.target] : p.golden_rows[r.pair.golden];
+        if (structural && forward && one.state == RowState::kInput && !args) args = &r;
+        continue;
+      }
       const CompareRow& t = p.target_rows[r.pair.target];
       const CompareRow& gr = p.golden_rows[r.pair.golden];
       const bool in = is_input(t);
@@ -401,15 +427,12 @@ struct Judge {
             // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
             // made by an op from the differences the runs already have: that op may amplify
             // them like any other.
-            // Running statistics were updated from the previous step's batch statistics, sums
-            // that may cancel and were not dumped: once that step drifted, no bound is known.
-            const bool running = running_statistic(name, t.name);
-            const bool param = t.requires_grad == 1 || t.state == RowState::kParameters || running;
+            const bool param = t.requires_grad == 1 || t.state == RowState::kParameters ||
+                               running_statistic(name, t.name);
             const double tol = noise_tolerance(t.element_type);
-            const double floor = bitwise                  ? 0
-                                 : running && carried > 0 ? kInf
-                                 : param                  ? tol + carried
-                                                          : tol + kNoiseAmplification * present;
+            const double floor = bitwise ? 0
+                                 : param ? tol + std::max(carried, 2 * moved(gr))
+                                         : tol + kNoiseAmplification * present;
             // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
             if (d > floor && (bitwise || !md5)) {
               unexplained = &r;
@@ -561,7 +584,7 @@ double carried_discrepancy(const PairResult& p) {
   return worst;
 }
 
-void judge_divergence(PairResult& p, double carried) {
+void judge_divergence(PairResult& p, double carried, const PairResult* previous) {
   const bool starts_bitwise = carried == 0;
   // Names and arguments are evidence only between runs of the same framework whose rows mostly
   // paired by name: entries missing from a cross-framework or barely paired compare are the
@@ -579,6 +602,8 @@ void judge_divergence(PairResult& p, double carried) {
           {},
           {},
           0,
+          {},
+          previous,
           {}};
   p.suspects.clear();
   p.first_divergence.reset();

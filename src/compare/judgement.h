@@ -46,8 +46,10 @@ double reduction_order_tolerance(OpClass c, DType dtype, double n);
 // p.regime. `carried`: how far the previous step of the same rank had drifted (carried_discrepancy
 // of it; 0 when it agreed bit for bit or there is none). Its parameters were updated from those
 // gradients, so they may differ that much (relative to themselves, an update smaller than the
-// weight moves them by at most the gradient's relative difference).
-void judge_divergence(PairResult& p, double carried = 0);
+// weight moves them by at most the gradient's relative difference). `previous`: that step's pair,
+// when there is one: a parameter or running statistic may also differ by twice what the golden's
+// step moved it (an adaptive optimizer's update does not shrink with the gradient).
+void judge_divergence(PairResult& p, double carried = 0, const PairResult* previous = nullptr);
 
 // The largest row discrepancy of a pair (inf when rows differ in md5 mode or are unpaired; 0 when
 // every row agrees bit for bit): what the next step inherits.

@@ -1,7 +1,8 @@
 """A representative slice of bench/diagnosis as regression tests: captures of the suite's GPT and
 LSTM with one fault each (an uncaptured change after a bit-identical prefix, an extra op, a custom
-backward, a weight row) must be named with the right reason, and noise-only pairs (TF32 rounding,
-another thread count) must stay silent. Statistics mode; each capture is its own process."""
+backward, a weight row, a detach, a roll behind equal statistics) must be named with the right
+reason, and noise-only pairs (TF32 rounding on the GPT and on the AdamW-trained Transformer
+encoder, another thread count) must stay silent. Statistics mode; each capture is its own process."""
 import concurrent.futures as cf
 import json
 import os
@@ -25,8 +26,16 @@ FAULTS = {  # name: expected reasons
     # The custom backward's `g * s` is recorded where it runs: its scale argument differs.
     "grad_scale": ("inputs_already_differ", "args_differ"),
     "lstm_weight_row": ("parameters_differ",),
+    # Detached attention probabilities: the golden's softmax backward and the ops behind it exist
+    # only there, and are walked where the golden ran them.
+    "gpt_attn_detach": ("structure_differs",),
+    # A roll of the labels keeps their statistics: named when the loss that reads them differs.
+    "lstm_target_shift": ("structure_differs",),
 }
-NOISE = {"gpt_tf32": {"tf32": True}, "gpt_threads": {"threads": 2}}
+# name: (model, options of the target); the golden is the model's default run
+NOISE = {"gpt_tf32": ("gpt", {"tf32": True}), "gpt_threads": ("gpt", {"threads": 2}),
+         # AdamW after a drifted step: +-lr updates whatever the gradient's size
+         "tfenc_tf32": ("tfenc", {"tf32": True})}
 
 
 def capture(out, model, steps, fault="", **opts):
@@ -52,11 +61,12 @@ def compare(target, golden, out):
 def dumps(tmp_path_factory):
     root = tmp_path_factory.mktemp("diagnosis")
     by_name = {f.name: f for f in suite.FAULTS}
-    jobs = {("gpt", 1, ""): {}, ("lstm", 1, ""): {}, ("gpt", 2, ""): {}}
+    jobs = {("gpt", 1, ""): {}, ("lstm", 1, ""): {}}
     for name in FAULTS:
         jobs[(by_name[name].model, 1, name)] = {}
-    for name, opts in NOISE.items():
-        jobs[("gpt", 2, name)] = opts
+    for name, (model, opts) in NOISE.items():
+        jobs[(model, 2, "")] = {}
+        jobs[(model, 2, name)] = opts
     with cf.ThreadPoolExecutor(2) as ex:
         futures = {key: ex.submit(capture, root / f"{key[0]}_{key[1]}_{key[2] or 'golden'}",
                                   key[0], key[1], by_name[key[2]].name if key[2] in by_name else "",
@@ -81,7 +91,8 @@ def test_fault_is_named(dumps, tmp_path, name):
 
 @pytest.mark.parametrize("name", sorted(NOISE))
 def test_noise_is_not_a_divergence(dumps, tmp_path, name):
-    s, stdout = compare(dumps[("gpt", 2, name)], dumps[("gpt", 2, "")], tmp_path)
+    model = NOISE[name][0]
+    s, stdout = compare(dumps[(model, 2, name)], dumps[(model, 2, "")], tmp_path)
     for pair in s["pairs"]:
         assert pair["first_divergence"] is None and pair["suspects"] == [], pair["suspects"]
     assert "no divergence beyond noise" in stdout
