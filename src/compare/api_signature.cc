@@ -4,6 +4,8 @@
 #include <charconv>
 #include <iterator>
 
+#include "format/entry_name.h"
+
 namespace numprobe {
 namespace {
 
@@ -70,6 +72,15 @@ std::string other_input_spelling(std::string_view api, std::string_view suffix) 
     other.assign(kInput).append(std::to_string(at));
   }
   return other.append(tail);
+}
+
+std::string forward_api_of(const CompareRow& row) {
+  std::string_view entry = row.name.substr(0, row.suffix_at);
+  if (!entry.empty() && entry.back() == '.') entry.remove_suffix(1);
+  const EntryName e = parse_entry_name(entry);
+  if (e.direction != Direction::kForward || e.prefix == "Module") return {};
+  std::string api(e.prefix);
+  return api.append(".").append(e.op);
 }
 
 }  // namespace numprobe

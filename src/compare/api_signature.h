@@ -9,7 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "numprobe/compare/rows.h"
+
 namespace numprobe {
+
+// "Functional.layer_norm" for a row of Functional.layer_norm.0.forward; "" for rows of module,
+// backward and other entries.
+std::string forward_api_of(const CompareRow& row);
 
 // The other spelling of a forward input row's suffix for `api` ("Functional.layer_norm"):
 // "input.3" <-> "input.weight", nested parts kept ("input.3.0" <-> "input.weight.0"). "" when the

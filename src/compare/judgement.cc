@@ -157,16 +157,14 @@ double cancellation(OpClass c, const std::vector<const CompareRow*>& in, const C
 
 // A buffer an op updates in place from each batch (BatchNorm's running_mean/running_var): state
 // the previous step left behind, like the parameters it updated.
-bool running_statistic(std::string_view entry, std::string_view row) {
-  if (row.size() <= entry.size() + 1 || row.compare(0, entry.size(), entry) != 0) return false;
-  const std::string_view suffix = row.substr(entry.size() + 1);
+bool running_statistic(const CompareRow& row) {
+  std::string_view suffix = row.name.substr(row.suffix_at);
+  if (!suffix.empty() && suffix.front() == '.') suffix.remove_prefix(1);
   constexpr std::string_view kRunning = "input.running_";
   if (suffix.compare(0, kRunning.size(), kRunning) == 0) return true;
-  const EntryName n = parse_entry_name(entry);
-  std::string api(n.prefix);
-  api.push_back('.');
-  api.append(n.op);
-  return other_input_spelling(api, suffix).compare(0, kRunning.size(), kRunning) == 0;
+  const std::string api = forward_api_of(row);
+  return !api.empty() &&
+         other_input_spelling(api, suffix).compare(0, kRunning.size(), kRunning) == 0;
 }
 
 struct Judge {
@@ -427,8 +425,8 @@ struct Judge {
             // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
             // made by an op from the differences the runs already have: that op may amplify
             // them like any other.
-            const bool param = t.requires_grad == 1 || t.state == RowState::kParameters ||
-                               running_statistic(name, t.name);
+            const bool param =
+                t.requires_grad == 1 || t.state == RowState::kParameters || running_statistic(t);
             const double tol = noise_tolerance(t.element_type);
             const double floor = bitwise ? 0
                                  : param ? tol + std::max(carried, 2 * moved(gr))
@@ -656,12 +654,7 @@ void judge_divergence(PairResult& p, double carried, const PairResult* previous)
     if (o.behind_equal) continue;  // only a diverging consumer names it
     const bool later = std::any_of(j.suspect_positions.begin(), j.suspect_positions.end(),
                                    [&](size_t at) { return at > o.position; });
-    if (!later) continue;
-    FirstDivergence f;
-    f.reason = "structure_differs";
-    f.input_discrepancy = f.output_discrepancy = kInf;
-    f.score = 1;
-    j.add(std::move(f), o.g, nullptr, o.position, o.regime);
+    if (later) j.add_one_sided(o);
   }
   // An entry only one run has is added when its consumer is judged: restore execution order.
   std::vector<size_t> order(p.suspects.size());

@@ -256,16 +256,6 @@ std::string_view suffix(const CompareRow& r) {
   return std::string_view(r.name).substr(r.suffix_at);
 }
 
-// "Functional.layer_norm" for a row of Functional.layer_norm.0.forward; "" for other entries.
-std::string api_of(const CompareRow& r) {
-  std::string_view entry = std::string_view(r.name).substr(0, r.suffix_at);
-  if (!entry.empty() && entry.back() == '.') entry.remove_suffix(1);
-  EntryName e = parse_entry_name(entry);
-  if (e.direction != Direction::kForward || e.prefix == "Module") return {};
-  std::string api(e.prefix);
-  return api.append(".").append(e.op);
-}
-
 // Pairs the unpaired rows out[first..] of one entry with untaken golden rows in [g0, g1) whose
 // suffix is the other spelling of the same input.
 void pair_by_signature(std::vector<RowPair>& out, size_t first,
@@ -277,7 +267,7 @@ void pair_by_signature(std::vector<RowPair>& out, size_t first,
     if (rp.golden >= 0 || rp.how == MatchKind::kMapped) continue;
     const CompareRow& t = target[static_cast<size_t>(rp.target)];
     if (t.state != RowState::kInput) continue;
-    if (api.empty()) api = api_of(t);
+    if (api.empty()) api = forward_api_of(t);
     if (api.empty()) return;
     // Suffixes start with the '.' after the entry name.
     std::string_view own = suffix(t);
