@@ -26,12 +26,14 @@ LAYERS = {
     "core": ["base", "core"],
     "format": ENGINE,
     "compare": ENGINE + ["compare"],
+    "graph": ENGINE + ["compare", "graph"],
+    "serve": ENGINE + ["graph", "serve"],
     "acccheck": ENGINE + ["acccheck"],
     "capture": ENGINE + ["capture"],
     "capture/torch": ENGINE + ["capture", "torch_common"],  # and itself, as every layer
     "torch_common": ["core", "torch_common"],
     "replay": ENGINE + ["acccheck", "replay", "torch_common"],
-    "cli": ENGINE + ["compare", "acccheck", "capture", "cli"],
+    "cli": ENGINE + ["compare", "graph", "serve", "acccheck", "capture", "cli"],
 }
 # Folders with no layer rule of their own that still must resolve their includes.
 UNLAYERED = ["python/src", "tests", "bench"]

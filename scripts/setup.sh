@@ -15,6 +15,7 @@ PACKAGES=(
   # Netlib's reference BLAS, for bench/diagnosis's noise pairs (LD_LIBRARY_PATH=.../blas); OpenBLAS
   # keeps the higher alternatives priority, so it stays the default libblas.so.3
   libblas3
+  libsqlite3-dev libcpp-httplib-dev
   libtorch-dev python3-torch python3-torchvision pybind11-dev python3-dev
   # headless browser for the viewer checks (tb-graph-ascend), driven by Playwright
   chromium
