@@ -64,6 +64,7 @@ struct PairResult {
   RankDump target, golden;
   RowSet target_rows, golden_rows;  // point into target/golden's string pools
   std::vector<RowResult> rows;
+  EntryPairing entries;  // which golden entry each target entry was paired with (rows follow it)
   size_t matched = 0, pass = 0, warning = 0, error = 0, unmatched_target = 0, unmatched_golden = 0;
   std::optional<FirstDivergence> first_divergence;  // == suspects.front() when there is one
   std::vector<FirstDivergence> suspects;            // up to 5, in execution order
@@ -123,12 +124,16 @@ void compare_pair(PairResult& p, const CompareMappings* mappings = nullptr, unsi
 // "data_mapping"?, "cell_mapping"?, "api_mapping"?, "layer_mapping"?}; a mapping key holds a
 // file path, or true for the flag without a file (false / null: off).
 // Throws InputError naming the file for malformed JSON, wrong types or unknown fields.
+// `parallel_merge` (msprobe graph's shard merge) is read and flagged, never applied: callers say
+// it is unsupported. `golden_optional`: bench_path may be left out (a graph build of one dump).
 struct CompareInput {
   std::string target, golden;
   bool stack = false;
+  bool parallel_merge = false;
   MappingOptions mappings;
 };
-CompareInput parse_compare_input(std::string_view text, const std::string& name);
+CompareInput parse_compare_input(std::string_view text, const std::string& name,
+                                 bool golden_optional = false);
 
 // The result table behind the CSV and XLSX writers (src/compare/compare_xlsx.h): msprobe's columns
 // for the mode, one row per RowResult. Texts are final: text that a spreadsheet would run as a

@@ -113,6 +113,8 @@ class CompareCommand : public Subcommand {
   void read_input_json() {
     base::MappedFile f(input_);
     CompareInput in = parse_compare_input(std::string_view(f.data(), f.size()), input_);
+    if (in.parallel_merge)
+      throw InputError(input_, "parallel_merge (msprobe graph's shard merge) is not supported");
     target_ = in.target;
     golden_ = in.golden;
     stack_ = stack_ || in.stack;

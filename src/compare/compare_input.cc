@@ -6,7 +6,8 @@
 
 namespace numprobe {
 
-CompareInput parse_compare_input(std::string_view text, const std::string& name) {
+CompareInput parse_compare_input(std::string_view text, const std::string& name,
+                                 bool golden_optional) {
   base::JsonCursor c(text.data(), text.size(), name);
   if (c.peek() != base::JsonType::kObject) c.fail_schema("compare.json must be a JSON object");
   c.begin_object();
@@ -22,6 +23,15 @@ CompareInput parse_compare_input(std::string_view text, const std::string& name)
       if (key == "stack_path") in.stack = !v.empty();
     } else if (key == "is_print_compare_log") {
       c.skip_value();
+    } else if (key == "parallel_merge") {
+      // msprobe graph's TP/PP/VPP shard merge: read so that the caller can say it is unsupported.
+      if (c.peek() == base::JsonType::kNull) {
+        c.read_null();
+      } else {
+        if (c.peek() != base::JsonType::kObject) c.fail_schema("parallel_merge must be an object");
+        c.skip_value();
+        in.parallel_merge = true;
+      }
     } else if (key == "data_mapping" || key == "cell_mapping" || key == "api_mapping" ||
                key == "layer_mapping") {
       // A file path, or true for the option without a file; false / null: off.
@@ -53,13 +63,12 @@ CompareInput parse_compare_input(std::string_view text, const std::string& name)
     } else {
       c.fail_schema("unknown field \"" + key +
                     "\" (expected npu_path, bench_path, stack_path, is_print_compare_log, "
-                    "data_mapping, cell_mapping, api_mapping, layer_mapping)");
+                    "data_mapping, cell_mapping, api_mapping, layer_mapping, parallel_merge)");
     }
   }
   c.expect_end();
-  if (in.target.empty() || in.golden.empty()) {
-    throw InputError(name, "npu_path and bench_path are required");
-  }
+  if (in.target.empty()) throw InputError(name, "npu_path is required");
+  if (in.golden.empty() && !golden_optional) throw InputError(name, "bench_path is required");
   return in;
 }
 

@@ -222,9 +222,8 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
   }
   const MappingPlan* pl = plan.empty() ? nullptr : &plan;
   p.mapped = pl != nullptr;
-  std::vector<RowPair> pairs =
-      pair_rows(pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl),
-                p.target_rows, p.golden_rows, pl);
+  p.entries = pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl);
+  std::vector<RowPair> pairs = pair_rows(p.entries, p.target_rows, p.golden_rows, pl);
   p.rows.clear();
   p.rows.resize(pairs.size());
   // Rows are judged independently (tensor mode reads two files per row): chunks run in parallel.

@@ -1,0 +1,253 @@
+#include "graph/node_data.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/py_json_writer.h"
+
+namespace numprobe::graph {
+namespace {
+
+void key(std::string& out, std::string_view k, bool& first) {
+  if (!first) out += ", ";
+  first = false;
+  base::append_py_string(out, k);
+  out += ": ";
+}
+
+void field(std::string& out, std::string_view k, std::string_view v, bool& first) {
+  key(out, k, first);
+  base::append_py_string(out, v);
+}
+
+void stat_text(std::string& s, const StatValue& v) {
+  switch (v.kind) {
+    case StatKind::kFloat:
+      if (std::isnan(v.v)) {
+        s += "nan";
+      } else if (std::isinf(v.v)) {
+        s += v.v > 0 ? "inf" : "-inf";
+      } else {
+        base::append_py_float(s, v.v);
+      }
+      return;
+    case StatKind::kInt:
+      s += std::to_string(v.i);
+      return;
+    case StatKind::kBool:
+      s += v.v != 0 ? "True" : "False";
+      return;
+    default:
+      s += "None";
+  }
+}
+
+std::string shape_text(const CompareRow& r) {
+  std::string s = "[";
+  for (size_t i = 0; i < r.shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(r.shape[i]);
+  }
+  return s + "]";
+}
+
+// "torch.float32" -> "torch.Tensor"; "Float32" (MindSpore) -> "mindspore.Tensor";
+// "<class 'int'>" -> "int".
+std::string type_text(const CompareRow& r) {
+  if (r.kind == RowKind::kTensor)
+    return r.dtype.rfind("torch.", 0) == 0 ? "torch.Tensor" : "mindspore.Tensor";
+  std::string_view d = r.dtype;
+  const size_t q = d.find('\'');
+  if (q != std::string_view::npos) {
+    const size_t e = d.find('\'', q + 1);
+    if (e != std::string_view::npos) return std::string(d.substr(q + 1, e - q - 1));
+  }
+  return std::string(d);
+}
+
+bool is_input_state(RowState s) {
+  return s != RowState::kOutput;
+}
+
+}  // namespace
+
+SideRows index_rows(const RowSet& rows, size_t entries) {
+  SideRows s;
+  s.rows = &rows;
+  s.first.assign(entries, 0);
+  s.count.assign(entries, 0);
+  s.result.assign(rows.size(), -1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint32_t e = rows[i].entry;
+    if (e >= entries) continue;
+    if (s.count[e] == 0) s.first[e] = static_cast<uint32_t>(i);
+    ++s.count[e];
+  }
+  return s;
+}
+
+void link_results(const PairResult& p, SideRows& target, SideRows& golden) {
+  for (size_t i = 0; i < p.rows.size(); ++i) {
+    const RowPair& rp = p.rows[i].pair;
+    if (rp.target >= 0) target.result[static_cast<size_t>(rp.target)] = static_cast<int64_t>(i);
+    if (rp.golden >= 0) golden.result[static_cast<size_t>(rp.golden)] = static_cast<int64_t>(i);
+  }
+}
+
+NodeDataWriter::NodeDataWriter(const PairResult* p) : p_(p) {
+  if (!p_) return;
+  header_ = compare_table_header(*p_, false);
+  // The columns msprobe binds to a node's data (GraphConst.*_INDEX_LIST) and numprobe's verdict.
+  static const char* kWanted[] = {"Max diff",
+                                  "Min diff",
+                                  "Mean diff",
+                                  "L2norm diff",
+                                  "MaxRelativeErr",
+                                  "MinRelativeErr",
+                                  "MeanRelativeErr",
+                                  "NormRelativeErr",
+                                  "Cosine",
+                                  "EucDist",
+                                  "MaxAbsErr",
+                                  "One Thousandth Err Ratio",
+                                  "Five Thousandths Err Ratio",
+                                  "Result",
+                                  "Requires_grad Consistent",
+                                  "Status",
+                                  "Match",
+                                  "Reason",
+                                  "Err_message"};
+  for (size_t c = 0; c < header_.size(); ++c) {
+    if (std::find_if(std::begin(kWanted), std::end(kWanted),
+                     [&](const char* w) { return header_[c] == w; }) != std::end(kWanted))
+      metric_columns_.push_back(c);
+  }
+}
+
+void NodeDataWriter::row_fields(std::string& out, const CompareRow& r, const RowResult* result) {
+  out += '{';
+  bool first = true;
+  if (r.kind == RowKind::kNone) {
+    field(out, "value", "null", first);
+  } else {
+    field(out, "type", type_text(r), first);
+    field(out, "dtype", r.dtype, first);
+    if (r.has_shape) field(out, "shape", shape_text(r), first);
+    if (r.kind == RowKind::kScalar) {
+      std::string v;
+      stat_text(v, r.max);
+      field(out, "value", v, first);
+    }
+    const std::pair<const char*, const StatValue*> stats[] = {
+        {"Max", &r.max}, {"Min", &r.min}, {"Mean", &r.mean}, {"Norm", &r.norm}};
+    for (const auto& [name, v] : stats) {
+      if (v->kind == StatKind::kAbsent) continue;
+      std::string t;
+      stat_text(t, *v);
+      field(out, name, t, first);
+    }
+    field(out, "requires_grad", r.requires_grad < 0 ? "null" : (r.requires_grad ? "True" : "False"),
+          first);
+    if (!r.md5.empty()) field(out, "md5", r.md5, first);
+    field(out, "data_name", r.data_name.empty() ? std::string_view("-1") : r.data_name, first);
+  }
+  if (result && p_) {
+    compare_table_row(*p_, *result, false, cells_);
+    for (size_t c : metric_columns_) {
+      if (c >= cells_.size()) continue;
+      std::string_view v = cells_[c].text;
+      // The CSV's formula guard is for spreadsheets, not for this JSON.
+      if (!v.empty() && v[0] == '\'') v.remove_prefix(1);
+      field(out, header_[c], v, first);
+    }
+  }
+  out += '}';
+}
+
+void NodeDataWriter::render(const SideRows& side, int64_t entry, bool with_metrics,
+                            std::string& input, std::string& output) {
+  input = "{";
+  output = "{";
+  if (entry >= 0 && static_cast<size_t>(entry) < side.count.size()) {
+    bool first_in = true, first_out = true;
+    const uint32_t begin = side.first[static_cast<size_t>(entry)];
+    for (uint32_t i = begin; i < begin + side.count[static_cast<size_t>(entry)]; ++i) {
+      const CompareRow& r = (*side.rows)[i];
+      const int64_t res = side.result.empty() ? -1 : side.result[i];
+      const RowResult* rr =
+          with_metrics && res >= 0 ? &p_->rows[static_cast<size_t>(res)] : nullptr;
+      std::string& out = is_input_state(r.state) ? input : output;
+      bool& first = is_input_state(r.state) ? first_in : first_out;
+      key(out, r.name, first);
+      row_fields(out, r, rr);
+    }
+  }
+  input += '}';
+  output += '}';
+}
+
+std::optional<double> precision_of(const PairResult& p, const SideRows& t, int64_t entry) {
+  if (entry < 0 || static_cast<size_t>(entry) >= t.count.size()) return std::nullopt;
+  const uint32_t begin = t.first[static_cast<size_t>(entry)];
+  const uint32_t end = begin + t.count[static_cast<size_t>(entry)];
+  bool compared = false;
+  switch (p.mode) {
+    case CompareMode::kMd5: {
+      double v = 1;
+      for (uint32_t i = begin; i < end; ++i) {
+        if (t.result[i] < 0) continue;
+        const RowResult& r = p.rows[static_cast<size_t>(t.result[i])];
+        if (r.pair.golden < 0) continue;
+        compared = true;
+        if (r.status != RowStatus::kPass) v = 0;
+      }
+      return compared ? std::optional<double>(v) : std::nullopt;
+    }
+    case CompareMode::kStatistics: {
+      double v = 0;
+      for (uint32_t i = begin; i < end; ++i) {
+        const CompareRow& row = (*t.rows)[i];
+        if (row.state != RowState::kOutput || t.result[i] < 0) continue;
+        const RowResult& r = p.rows[static_cast<size_t>(t.result[i])];
+        if (r.pair.golden < 0) continue;
+        compared = true;
+        const StatisticsMetrics m = row_statistics(p, r);
+        for (const StatDiff* d : {&m.max, &m.min, &m.mean, &m.norm}) {
+          if (d->has_rel && !std::isnan(d->rel_percent)) v = std::max(v, d->rel_percent / 100);
+        }
+        for (const StatValue* s : {&row.max, &row.min}) {
+          if (s->kind == StatKind::kFloat && !std::isfinite(s->v)) v = 1;
+        }
+      }
+      return compared ? std::optional<double>(std::min(v, 1.0)) : std::nullopt;
+    }
+    case CompareMode::kTensor: {
+      // min over each side's tensor rows (1 when none); a NaN/inf output statistic -> 1, a NaN/inf
+      // input statistic (with finite outputs) -> 0.
+      double in = 1, out = 1;
+      bool in_bad = false, out_bad = false, any_in = false, any_out = false;
+      for (uint32_t i = begin; i < end; ++i) {
+        const CompareRow& row = (*t.rows)[i];
+        if (t.result[i] < 0) continue;
+        const RowResult& r = p.rows[static_cast<size_t>(t.result[i])];
+        if (r.pair.golden < 0) continue;
+        compared = true;
+        const bool is_out = row.state == RowState::kOutput;
+        for (const StatValue* s : {&row.max, &row.min}) {
+          if (s->kind == StatKind::kFloat && !std::isfinite(s->v))
+            (is_out ? out_bad : in_bad) = true;
+        }
+        if (row.kind != RowKind::kTensor || !r.tensor.has_ratios) continue;
+        (is_out ? out : in) = std::min(is_out ? out : in, r.tensor.one_thousandth);
+        (is_out ? any_out : any_in) = true;
+      }
+      if (!compared) return std::nullopt;
+      if (out_bad) return 1.0;
+      if (in_bad || !any_in || !any_out) return 0.0;
+      return std::clamp(in - out, 0.0, 1.0);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace numprobe::graph
