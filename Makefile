@@ -42,6 +42,10 @@ demo: build
 	@echo
 	@echo "== compare: which op of run B first went wrong? =="
 	$(BIN) compare -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/capture/compare
+	@echo
+	@echo "== graph: the same compare as two model hierarchies, for the browser =="
+	@rm -rf demo_out/graph
+	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db
 
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz check-format check-includes

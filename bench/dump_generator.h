@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,8 +53,11 @@ inline void gen_tensor(base::PyJsonWriter& w, std::mt19937_64& rng, std::mt19937
 // Writes `entries` entries into rank_dir through a DumpWriter and finishes it. `seed` fixes the
 // structure (names, shapes, dtypes); `value_seed` the statistics, so two dumps with the same seed
 // and different value seeds pair row for row and differ in values.
+// `construct`: also a construct.json placing the entries in a model hierarchy (8 entries per
+// block module, 100 blocks per stage module, stages at the root), for graph builds.
 inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_t entries,
-                                              uint64_t seed = 1, uint64_t value_seed = 1) {
+                                              uint64_t seed = 1, uint64_t value_seed = 1,
+                                              bool construct = false) {
   static const char* kApis[] = {"Functional.linear",     "Functional.gelu",   "Tensor.__add__",
                                 "Functional.layer_norm", "Torch.matmul",      "Functional.softmax",
                                 "Tensor.view",           "Functional.dropout"};
@@ -116,6 +120,15 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
     writer.add_entry(name, body);
     writer.add_stack(
         name, {"File train.py, line " + std::to_string(10 + api) + ", in step, \n y = op(x)"});
+    if (construct) {
+      const size_t block = g.entries / 8, stage = block / 100;
+      const std::string block_name = "Module.stages." + std::to_string(stage) + ".blocks." +
+                                     std::to_string(block % 100) + ".Block.forward.0";
+      const std::string stage_name = "Module.stages." + std::to_string(stage) + ".Stage.forward.0";
+      if (g.entries % 800 == 0) writer.add_construct(stage_name, std::nullopt);
+      if (g.entries % 8 == 0) writer.add_construct(block_name, stage_name);
+      writer.add_construct(name, block_name);
+    }
     ++g.entries;
   }
   writer.finish();

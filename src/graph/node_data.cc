@@ -158,6 +158,7 @@ void NodeDataWriter::row_fields(std::string& out, const CompareRow& r, const Row
       std::string_view v = cells_[c].text;
       // The CSV's formula guard is for spreadsheets, not for this JSON.
       if (!v.empty() && v[0] == '\'') v.remove_prefix(1);
+      if (v.empty()) continue;  // numprobe's Reason / Err_message of a row with nothing to say
       field(out, header_[c], v, first);
     }
   }

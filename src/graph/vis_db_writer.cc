@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -59,9 +60,10 @@ class Db {
   std::vector<sqlite3_stmt*> stmts_;
 };
 
-// An empty view binds '' (SQLite would bind NULL for a null pointer).
+// An empty view binds '' (SQLite would bind NULL for a null pointer). SQLITE_STATIC: every bound
+// text outlives the sqlite3_step that reads it (Db::step resets the statement right after).
 void bind_text(sqlite3_stmt* s, int i, std::string_view v) {
-  sqlite3_bind_text(s, i, v.data() ? v.data() : "", static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, i, v.data() ? v.data() : "", static_cast<int>(v.size()), SQLITE_STATIC);
 }
 
 void json_name_list(std::string& out, const Graph& g, const std::vector<uint32_t>& ids) {
@@ -95,6 +97,18 @@ void stack_json(std::string& out, const SideGraph& side, std::string_view name) 
     }
   }
   out += ']';
+}
+
+// node_type is a TEXT column holding msprobe's NodeOp number.
+const char* type_text(NodeType t) {
+  switch (t) {
+    case NodeType::kApi:
+      return "1";
+    case NodeType::kApiCollection:
+      return "9";
+    default:
+      return "0";
+  }
 }
 
 const char* task_name(CompareMode m) {
@@ -154,28 +168,77 @@ std::string node_colors_json(CompareMode mode) {
     bin(kColors[0], "[1, 1]", "every input and output of this node has the golden's md5");
     bin(kColors[4], "[0, 0]", "some input or output of this node differs from the golden's md5");
   } else {
+    // Bin edges as msprobe writes them (literal decimals, not multiples of a step that would print
+    // as 0.6000000000000001).
     const bool tensor = mode == CompareMode::kTensor;
-    const double step = tensor ? 0.05 : 0.2;
+    static const char* kStatEdges[] = {"0", "0.2", "0.4", "0.6", "0.8", "1"};
+    static const char* kTensorEdges[] = {"0", "0.05", "0.1", "0.15", "0.2", "1"};
+    const char* const* edges = tensor ? kTensorEdges : kStatEdges;
     const char* text = tensor ? "drop of the one-thousandth ratio from the node's inputs to its "
                                 "outputs; larger is further from the golden"
                               : "largest relative error |target - golden| / |golden| of the node's "
                                 "output statistics; larger is further from the golden";
     for (int i = 0; i < 5; ++i) {
-      std::string v = "[";
-      base::append_py_float(v, i * step);
-      v += ", ";
-      if (i == 4) {
-        v += "1";
-      } else {
-        base::append_py_float(v, (i + 1) * step);
-      }
-      v += ']';
-      bin(kColors[i], v, text);
+      bin(kColors[i], std::string("[") + edges[i] + ", " + edges[i + 1] + "]", text);
     }
   }
   bin("#C7C7C7", "[]", "the node has no partner in the other graph");
   return out + '}';
 }
+
+namespace {
+
+// One tb_nodes row, rendered off the SQLite thread.
+struct NodeRecord {
+  uint32_t node = kNoNode;
+  std::string subs, link, stack, input, output;
+};
+
+// Renders the rows of one side of one graph in post-order, a batch at a time.
+class SideRenderer {
+ public:
+  SideRenderer(const GraphPair& gp, int side)
+      : side_(side == 0 ? gp.target : *gp.golden),
+        other_(side == 0 ? (gp.golden ? &*gp.golden : nullptr) : &gp.target),
+        with_metrics_(side == 0 && gp.compare != nullptr),
+        data_(gp.compare),
+        order_(side_.graph.post_order()) {}
+
+  size_t size() const { return order_.size(); }
+  const SideGraph& side() const { return side_; }
+
+  void render(size_t begin, size_t end, std::vector<NodeRecord>& out) {
+    out.resize(end - begin);
+    const Graph& g = side_.graph;
+    for (size_t i = begin; i < end; ++i) {
+      NodeRecord& r = out[i - begin];
+      r.node = order_[i];
+      const GraphNode& n = g.nodes[r.node];
+      if (n.children.empty()) {
+        r.subs.clear();
+      } else {
+        json_name_list(r.subs, g, n.children);
+      }
+      const uint32_t m = side_.match.empty() ? kNoNode : side_.match[r.node];
+      if (m == kNoNode || !other_) {
+        r.link = "[]";
+      } else {
+        json_name_list(r.link, other_->graph, other_->graph.chain(m));
+      }
+      stack_json(r.stack, side_, n.name);
+      data_.render(side_.rows, n.entry, with_metrics_, r.input, r.output);
+    }
+  }
+
+ private:
+  const SideGraph& side_;
+  const SideGraph* other_;
+  bool with_metrics_;
+  NodeDataWriter data_;
+  std::vector<uint32_t> order_;
+};
+
+}  // namespace
 
 void write_vis_db(const std::string& path, const VisDbContent& content) {
   const std::string tmp = path + ".tmp";
@@ -183,13 +246,16 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
   {
     Db db(tmp);
     // A one-shot bulk load: no rollback journal, no fsync per page; the rename below is the commit.
+    // The indexes exist before the rows: kept up to date row by row, they cost less than six
+    // CREATE INDEX scans of a table whose JSON columns make it large.
     db.exec(
         "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-        "PRAGMA cache_size=-65536;");
+        "PRAGMA page_size=65536; PRAGMA cache_size=-131072; PRAGMA temp_store=MEMORY;");
     db.exec(kCreateNodes);
     db.exec(kCreateStack);
     db.exec(kCreateConfig);
     db.exec(kCreateMeta);
+    db.exec(kCreateIndexes);
     db.exec("BEGIN");
     sqlite3_stmt* ins = db.prepare(
         "INSERT INTO tb_nodes (id, graph_id, node_order, node_name, node_type, up_node, sub_nodes, "
@@ -200,14 +266,14 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     sqlite3_stmt* ins_stack = db.prepare("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)");
     std::set<int64_t> steps, ranks;
     int64_t micro_steps = 1;
-    std::string id, subs, link, stack, input, output;
+    std::string id;
+    constexpr size_t kBatch = 4096;
     for (const GraphPair* gp : content.graphs) {
       steps.insert(gp->step);
       ranks.insert(gp->rank);
-      NodeDataWriter data(gp->compare);
       for (int s = 0; s < (gp->golden ? 2 : 1); ++s) {
-        const SideGraph& side = s == 0 ? gp->target : *gp->golden;
-        const SideGraph* other = s == 0 ? (gp->golden ? &*gp->golden : nullptr) : &gp->target;
+        SideRenderer renderer(*gp, s);
+        const SideGraph& side = renderer.side();
         const Graph& g = side.graph;
         micro_steps = std::max(micro_steps, g.micro_steps);
         const std::string source = s == 0 ? kTargetSource : kGoldenSource;
@@ -218,53 +284,52 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
           if (auto d = side.dump->dump.dump_data_dir()) dump_dir = std::string(*d);
         }
         std::unordered_map<std::string, size_t> stack_ids;
-        const std::vector<uint32_t> order = g.post_order();
-        for (size_t i = 0; i < order.size(); ++i) {
-          const GraphNode& n = g.nodes[order[i]];
-          id = graph_id + "_";
-          id.append(n.name);
-          bind_text(ins, 1, id);
-          bind_text(ins, 2, graph_id);
-          sqlite3_bind_int64(ins, 3, static_cast<int64_t>(i));
-          bind_text(ins, 4, n.name);
-          bind_text(ins, 5, std::to_string(static_cast<int>(n.type)));
-          bind_text(ins, 6, n.parent == kNoNode ? std::string_view() : g.nodes[n.parent].name);
-          if (n.children.empty()) {
-            subs.clear();
-          } else {
-            json_name_list(subs, g, n.children);
+        // The next batch renders on a second thread while this one is inserted.
+        std::vector<NodeRecord> ready, next;
+        renderer.render(0, std::min(kBatch, renderer.size()), ready);
+        for (size_t begin = 0; begin < renderer.size(); begin += kBatch) {
+          const size_t nb = begin + kBatch, ne = std::min(nb + kBatch, renderer.size());
+          std::future<void> pending;
+          if (nb < ne) {
+            pending = std::async(std::launch::async, [&] { renderer.render(nb, ne, next); });
           }
-          bind_text(ins, 7, subs);
-          if (s == 0 && !side.precision.empty() && !std::isnan(side.precision[order[i]])) {
-            sqlite3_bind_double(ins, 8, side.precision[order[i]]);
-          } else {
-            sqlite3_bind_null(ins, 8);
+          for (size_t k = 0; k < ready.size(); ++k) {
+            const NodeRecord& r = ready[k];
+            const GraphNode& n = g.nodes[r.node];
+            id = graph_id + "_";
+            id.append(n.name);
+            bind_text(ins, 1, id);
+            bind_text(ins, 2, graph_id);
+            sqlite3_bind_int64(ins, 3, static_cast<int64_t>(begin + k));
+            bind_text(ins, 4, n.name);
+            bind_text(ins, 5, type_text(n.type));
+            bind_text(ins, 6, n.parent == kNoNode ? std::string_view() : g.nodes[n.parent].name);
+            bind_text(ins, 7, r.subs);
+            if (s == 0 && !side.precision.empty() && !std::isnan(side.precision[r.node])) {
+              sqlite3_bind_double(ins, 8, side.precision[r.node]);
+            } else {
+              sqlite3_bind_null(ins, 8);
+            }
+            sqlite3_bind_int64(ins, 9, n.micro_step);
+            bind_text(ins, 10, r.link);
+            auto [it, fresh] = stack_ids.emplace(r.stack, stack_ids.size());
+            const std::string stack_id = graph_id + "_" + std::to_string(it->second);
+            if (fresh) {
+              bind_text(ins_stack, 1, stack_id);
+              bind_text(ins_stack, 2, r.stack);
+              db.step(ins_stack);
+            }
+            bind_text(ins, 11, stack_id);
+            bind_text(ins, 12, r.input);
+            bind_text(ins, 13, r.output);
+            bind_text(ins, 14, source);
+            bind_text(ins, 15, dump_dir);
+            sqlite3_bind_int64(ins, 16, gp->step);
+            sqlite3_bind_int64(ins, 17, gp->rank);
+            db.step(ins);
           }
-          sqlite3_bind_int64(ins, 9, n.micro_step);
-          const uint32_t m = side.match.empty() ? kNoNode : side.match[order[i]];
-          if (m == kNoNode || !other) {
-            link = "[]";
-          } else {
-            json_name_list(link, other->graph, other->graph.chain(m));
-          }
-          bind_text(ins, 10, link);
-          stack_json(stack, side, n.name);
-          auto [it, fresh] = stack_ids.emplace(stack, stack_ids.size());
-          const std::string stack_id = graph_id + "_" + std::to_string(it->second);
-          if (fresh) {
-            bind_text(ins_stack, 1, stack_id);
-            bind_text(ins_stack, 2, stack);
-            db.step(ins_stack);
-          }
-          bind_text(ins, 11, stack_id);
-          data.render(side.rows, n.entry, s == 0 && gp->compare, input, output);
-          bind_text(ins, 12, input);
-          bind_text(ins, 13, output);
-          bind_text(ins, 14, source);
-          bind_text(ins, 15, dump_dir);
-          sqlite3_bind_int64(ins, 16, gp->step);
-          sqlite3_bind_int64(ins, 17, gp->rank);
-          db.step(ins);
+          if (pending.valid()) pending.get();
+          ready.swap(next);
         }
       }
     }
@@ -278,11 +343,13 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
         "node_colors, rank_list, step_list) VALUES ('1', ?, ?, ?, ?, 0, ?, ?, ?)");
     bind_text(cfg, 1, content.compare ? "compare" : "build");
     bind_text(cfg, 2, task_name(content.mode));
-    bind_text(cfg, 3, tool_tip_json(content.mode));
+    const std::string tips = tool_tip_json(content.mode), colors = node_colors_json(content.mode),
+                      rank_list = int_list(ranks), step_list = int_list(steps);
+    bind_text(cfg, 3, tips);
     sqlite3_bind_int64(cfg, 4, micro_steps);
-    bind_text(cfg, 5, node_colors_json(content.mode));
-    bind_text(cfg, 6, int_list(ranks));
-    bind_text(cfg, 7, int_list(steps));
+    bind_text(cfg, 5, colors);
+    bind_text(cfg, 6, rank_list);
+    bind_text(cfg, 7, step_list);
     db.step(cfg);
     sqlite3_stmt* meta = db.prepare("INSERT INTO numprobe_meta (key, value) VALUES (?, ?)");
     std::string notes = "[";
@@ -303,7 +370,6 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
       db.step(meta);
     }
     db.exec("COMMIT");
-    db.exec(kCreateIndexes);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -32,7 +32,11 @@ struct DbNode {
 // (data_source, node_name) -> node, read with SQLite itself.
 std::map<std::pair<std::string, std::string>, DbNode> read_nodes(const std::string& path) {
   sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  // immutable: msprobe's file is in WAL mode, and even a read-only open would leave -shm and -wal
+  // files beside a fixture that must stay untouched.
+  const std::string uri = "file:" + path + "?immutable=1";
+  EXPECT_EQ(sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr),
+            SQLITE_OK);
   sqlite3_stmt* s = nullptr;
   EXPECT_EQ(sqlite3_prepare_v2(db,
                                "SELECT data_source, node_name, node_type, up_node, sub_nodes, "
@@ -164,6 +168,11 @@ TEST(GraphBuild, FileCarriesFindingsAndMsprobesTables) {
             "6");
   EXPECT_EQ(one("SELECT graph_type || ' ' || task || ' ' || rank_list || step_list FROM tb_config"),
             "compare summary [0][0]");
+  // msprobe's bins, edges written as decimals (a regression: 3 * 0.2 printed as
+  // 0.6000000000000001).
+  const std::string colors = one("SELECT node_colors FROM tb_config");
+  EXPECT_NE(colors.find(R"("#FFDC7F": {"value": [0.4, 0.6])"), std::string::npos) << colors;
+  EXPECT_NE(colors.find(R"("#C7C7C7": {"value": [])"), std::string::npos) << colors;
   const std::string findings = one("SELECT value FROM numprobe_meta WHERE key='findings'");
   EXPECT_NE(
       findings.find(
