@@ -1,7 +1,7 @@
 // msprobe's .vis.db SQLite schema (msprobe >= 8.2.1, tb-graph-ascend >= 8.2.0; docs/graph.md "The
-// file"), which numprobe writes (vis_db_writer) and reads (vis_db_reader), plus numprobe's own table
-// numprobe_meta, which msprobe's viewer ignores. Column order and types are msprobe's, so a file
-// written here opens in tb-graph-ascend and a file msprobe wrote opens in `numprobe serve`.
+// file"), which numprobe writes (vis_db_writer) and reads (vis_db_reader), plus numprobe's own
+// table numprobe_meta, which msprobe's viewer ignores. Column order and types are msprobe's, so a
+// file written here opens in tb-graph-ascend and a file msprobe wrote opens in `numprobe serve`.
 #pragma once
 
 namespace numprobe::graph {
@@ -52,7 +52,8 @@ inline constexpr const char* kCreateConfig =
 
 // msprobe's six indexes (db_utils.py), created after the rows are in.
 inline constexpr const char* kCreateIndexes =
-    "CREATE INDEX IF NOT EXISTS index1 ON tb_nodes (step, rank, data_source, up_node, node_order);\n"
+    "CREATE INDEX IF NOT EXISTS index1 ON tb_nodes (step, rank, data_source, up_node, "
+    "node_order);\n"
     "CREATE INDEX IF NOT EXISTS index2 ON tb_nodes (step, rank, data_source, node_name);\n"
     "CREATE INDEX IF NOT EXISTS index3 ON tb_nodes (step, rank, data_source, node_order);\n"
     "CREATE INDEX IF NOT EXISTS index4 ON tb_nodes (step, rank, node_order);\n"
