@@ -30,6 +30,16 @@ void leniently(std::string_view json, Fn fn) {
   }
 }
 
+// Runs fn(cursor) at each item of a JSON list column (nothing when it is not a list).
+template <typename Fn>
+void each_item(std::string_view json, Fn fn) {
+  leniently(json, [&](base::JsonCursor& c) {
+    if (c.peek() != base::JsonType::kArray) return;
+    c.begin_array();
+    while (c.next_item()) fn(c);
+  });
+}
+
 std::string value_text(base::JsonCursor& c) {
   if (c.peek() == base::JsonType::kString) return std::string(c.read_string());
   return std::string(c.raw_value());
@@ -39,15 +49,11 @@ std::string value_text(base::JsonCursor& c) {
 
 std::vector<std::string> parse_string_list(std::string_view json) {
   std::vector<std::string> out;
-  leniently(json, [&](base::JsonCursor& c) {
-    if (c.peek() != base::JsonType::kArray) return;
-    c.begin_array();
-    while (c.next_item()) {
-      if (c.peek() == base::JsonType::kString) {
-        out.emplace_back(c.read_string());
-      } else {
-        c.skip_value();
-      }
+  each_item(json, [&](base::JsonCursor& c) {
+    if (c.peek() == base::JsonType::kString) {
+      out.emplace_back(c.read_string());
+    } else {
+      c.skip_value();
     }
   });
   return out;
@@ -55,30 +61,20 @@ std::vector<std::string> parse_string_list(std::string_view json) {
 
 int64_t count_list_items(std::string_view json) {
   int64_t n = 0;
-  leniently(json, [&](base::JsonCursor& c) {
-    if (c.peek() != base::JsonType::kArray) return;
-    c.begin_array();
-    while (c.next_item()) {
-      c.skip_value();
-      ++n;
-    }
+  each_item(json, [&](base::JsonCursor& c) {
+    c.skip_value();
+    ++n;
   });
   return n;
 }
 
 std::vector<int64_t> parse_int_list(std::string_view json) {
   std::vector<int64_t> out;
-  leniently(json, [&](base::JsonCursor& c) {
-    if (c.peek() != base::JsonType::kArray) return;
-    c.begin_array();
-    while (c.next_item()) {
-      if (c.peek() == base::JsonType::kNumber) {
-        const base::JsonNumber v = c.read_number();
-        if (v.is_int) out.push_back(v.int_value);
-      } else {
-        c.skip_value();
-      }
-    }
+  each_item(json, [&](base::JsonCursor& c) {
+    const bool number = c.peek() == base::JsonType::kNumber;
+    const base::JsonNumber v = number ? c.read_number() : base::JsonNumber{};
+    if (!number) c.skip_value();
+    if (v.is_int) out.push_back(v.int_value);
   });
   return out;
 }
