@@ -144,7 +144,8 @@ describe("msprobe's own graph file", () => {
 
   test("filters list unmatched nodes and nodes of a colour", async () => {
     await page.selectOption("#filter", "unmatched");
-    await page.waitForSelector("#hits li");
+    // The list of the previous search is replaced once the filter's answer is in.
+    await page.waitForFunction(() => document.querySelector("#hits .hits-title")?.textContent.startsWith("unmatched"));
     const greys = await page.$$eval("#hits li .swatch", (s) => s.map((x) => x.dataset.color));
     assert.ok(greys.length > 0);
     assert.ok(greys.every((c) => c === "#C7C7C7"));
