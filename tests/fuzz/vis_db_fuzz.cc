@@ -51,5 +51,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     query(r);
   } catch (const numprobe::InputError&) {
   }
+  std::remove(path.c_str());
   return 0;
 }
