@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz check-format check-includes format bench bench-diagnosis install clean
+.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis install clean
 
 all: build
 
@@ -48,11 +48,17 @@ demo: build
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db
 
 test: build
-	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz check-format check-includes
+	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes
 	@echo "make test: all suites passed"
 
 test-unit:
 	ctest --test-dir build --output-on-failure -j2
+
+# The graph viewer in Debian's chromium (playwright-core from web/node_modules, installed by the
+# build's npm ci): tests/browser/graph_ui.test.mjs, including a 1M-node scale run that prints its times.
+test-browser: build
+	@cd web && { [ -f node_modules/.numprobe-stamp ] || npm ci --no-audit --no-fund --prefer-offline --loglevel=error; }
+	node --test tests/browser/
 
 test-python:
 	@$(PY) -m pytest -q tests/python; rc=$$?; \

@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   commands.push_back(numprobe::cli::make_rewrite_command());
   commands.push_back(numprobe::cli::make_compare_command());
   commands.push_back(numprobe::cli::make_graph_command());
+  commands.push_back(numprobe::cli::make_serve_command());
 
   std::vector<std::pair<CLI::App*, numprobe::cli::Subcommand*>> apps;
   for (auto& c : commands) {
