@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include "graph/vis_db_schema.h"
@@ -161,9 +162,38 @@ struct VisDbReader::Statements {
   Stmt children, null_roots, node, up_node, precision, stack, search, unmatched, all, has_side;
 };
 
+namespace {
+
+// A read-only URI for the file. msprobe writes its files in WAL mode, and SQLite opens such a file,
+// even read-only, by creating -shm (and -wal) files beside it: a viewer must not change the
+// directory it reads. immutable=1 opens without them; only when a -wal file is already there
+// (non-empty: a writer that never checkpointed, whose last rows live in it) is the file opened
+// normally so that those rows are read. numprobe's own files are written whole and renamed into
+// place.
+std::string read_only_uri(const std::string& path) {
+  std::string uri = "file:";
+  static const char* kHex = "0123456789ABCDEF";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 15];
+    }
+  }
+  std::error_code ec;
+  const auto wal_bytes = std::filesystem::file_size(path + "-wal", ec);
+  const bool wal = !ec && wal_bytes > 0;
+  return uri + (wal ? "?mode=ro" : "?mode=ro&immutable=1");
+}
+
+}  // namespace
+
 VisDbReader::VisDbReader(const std::string& path) : path_(path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  const int rc = sqlite3_open_v2(read_only_uri(path).c_str(), &db,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
   db_ = db;
   if (rc != SQLITE_OK) {
     const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <set>
 
 #include "numprobe/error.h"
 #include "test_support.h"
@@ -164,6 +165,31 @@ TEST(VisDbReader, ReadsNumprobeMeta) {
   ASSERT_EQ(r.meta().size(), 1u);
   EXPECT_EQ(r.meta()[0].first, "mode");
   EXPECT_EQ(r.meta()[0].second, "\"statistics\"");
+}
+
+}  // namespace
+}  // namespace numprobe::graph
+
+namespace numprobe::graph {
+namespace {
+
+// Regression: msprobe's file is in WAL mode, and opening it read-only used to create -shm and -wal
+// files beside it (in the shared fixtures, the first time). The reader must leave the directory as
+// it found it, also for a path that needs escaping in an SQLite URI.
+TEST(VisDbReader, LeavesNoFilesBesideAWalModeFile) {
+  const std::string dir = testing::scratch_dir("vis_db_reader_wal") + "/a dir #1?";
+  std::filesystem::create_directories(dir);
+  const std::string copy = dir + "/msprobe%20graph.vis.db";
+  std::filesystem::copy_file(golden_db(), copy);
+  testing::write_file(copy + "-wal", "");  // what a reader that opened it normally leaves behind
+  {
+    VisDbReader r(copy);
+    EXPECT_FALSE(r.children(target(), std::nullopt).empty());
+  }
+  std::set<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    files.insert(e.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"msprobe%20graph.vis.db", "msprobe%20graph.vis.db-wal"}));
 }
 
 }  // namespace
