@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "base/py_json_writer.h"
 
@@ -20,16 +22,34 @@ void field(std::string& out, std::string_view k, std::string_view v, bool& first
   base::append_py_string(out, v);
 }
 
+// A float as msprobe's graph shows it (builder/msprobe_adapter.py _format_data): what Python would
+// print in scientific notation as "{:.6e}", anything else rounded to 6 decimals.
+void display_float(std::string& s, double v) {
+  if (std::isnan(v)) {
+    s += "nan";
+    return;
+  }
+  if (std::isinf(v)) {
+    s += v > 0 ? "inf" : "-inf";
+    return;
+  }
+  std::string repr;
+  base::append_py_float(repr, v);
+  if (repr.find('e') != std::string::npos) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.6e", v);
+    s += buf;
+    return;
+  }
+  // Python's round() breaks ties to even (7530.0078125 -> 7530.007812): rint in the default
+  // rounding mode does too.
+  base::append_py_float(s, std::rint(v * 1e6) / 1e6);
+}
+
 void stat_text(std::string& s, const StatValue& v) {
   switch (v.kind) {
     case StatKind::kFloat:
-      if (std::isnan(v.v)) {
-        s += "nan";
-      } else if (std::isinf(v.v)) {
-        s += v.v > 0 ? "inf" : "-inf";
-      } else {
-        base::append_py_float(s, v.v);
-      }
+      display_float(s, v.v);
       return;
     case StatKind::kInt:
       s += std::to_string(v.i);
@@ -40,6 +60,40 @@ void stat_text(std::string& s, const StatValue& v) {
     default:
       s += "None";
   }
+}
+
+// A metric cell as msprobe's graph shows it: numbers (and "12.5%") through display_float, text as
+// is.
+void metric_text(std::string& s, std::string_view cell) {
+  std::string_view num = cell;
+  const bool percent = !num.empty() && num.back() == '%';
+  if (percent) num.remove_suffix(1);
+  char* end = nullptr;
+  const std::string n(num);
+  const double v = n.empty() ? 0 : std::strtod(n.c_str(), &end);
+  if (n.empty() || end != n.c_str() + n.size() || !std::isfinite(v)) {
+    s.append(cell);
+    return;
+  }
+  if (!percent) {
+    display_float(s, v);
+    return;
+  }
+  // msprobe's relative errors: as Python prints them when that takes at most six decimals or
+  // scientific notation ("50.0%", "93.75%", "8.118674038667216e-05%"), else with six decimals
+  // ("1.010900%").
+  std::string repr;
+  base::append_py_float(repr, v);
+  const size_t dot = repr.find('.');
+  if (repr.find('e') != std::string::npos || dot == std::string::npos ||
+      repr.size() - dot - 1 <= 6) {
+    s += repr;
+  } else {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.6f", v);
+    s += buf;
+  }
+  s += '%';
 }
 
 std::string shape_text(const CompareRow& r) {
@@ -131,7 +185,10 @@ void NodeDataWriter::row_fields(std::string& out, const CompareRow& r, const Row
     field(out, "value", "null", first);
   } else {
     field(out, "type", type_text(r), first);
-    field(out, "dtype", r.dtype, first);
+    // msprobe's graph drops the quotes of "<class 'int'>".
+    std::string dtype(r.dtype);
+    dtype.erase(std::remove(dtype.begin(), dtype.end(), '\''), dtype.end());
+    field(out, "dtype", dtype, first);
     if (r.has_shape) field(out, "shape", shape_text(r), first);
     if (r.kind == RowKind::kScalar) {
       std::string v;
@@ -148,18 +205,33 @@ void NodeDataWriter::row_fields(std::string& out, const CompareRow& r, const Row
     }
     field(out, "requires_grad", r.requires_grad < 0 ? "null" : (r.requires_grad ? "True" : "False"),
           first);
-    if (!r.md5.empty()) field(out, "md5", r.md5, first);
+    // msprobe shows md5 only in md5 mode.
+    if (!r.md5.empty() && p_ && p_->mode == CompareMode::kMd5) field(out, "md5", r.md5, first);
     field(out, "data_name", r.data_name.empty() ? std::string_view("-1") : r.data_name, first);
   }
   if (result && p_) {
     compare_table_row(*p_, *result, false, cells_);
+    const bool int_stats =
+        r.max.kind == StatKind::kInt && result->pair.golden >= 0 &&
+        p_->golden_rows[static_cast<size_t>(result->pair.golden)].max.kind == StatKind::kInt;
     for (size_t c : metric_columns_) {
       if (c >= cells_.size()) continue;
       std::string_view v = cells_[c].text;
       // The CSV's formula guard is for spreadsheets, not for this JSON.
       if (!v.empty() && v[0] == '\'') v.remove_prefix(1);
       if (v.empty()) continue;  // numprobe's Reason / Err_message of a row with nothing to say
-      field(out, header_[c], v, first);
+      if (cells_[c].numeric) {
+        metric_.clear();
+        metric_text(metric_, v);
+        // Integer statistics (an int64 counter) differ by an integer, as msprobe prints it.
+        if (int_stats && header_[c].size() > 5 &&
+            header_[c].compare(header_[c].size() - 5, 5, " diff") == 0 && metric_.size() > 2 &&
+            metric_.compare(metric_.size() - 2, 2, ".0") == 0)
+          metric_.resize(metric_.size() - 2);
+        field(out, header_[c], metric_, first);
+      } else {
+        field(out, header_[c], v, first);
+      }
     }
   }
   out += '}';

@@ -37,6 +37,7 @@ class NodeDataWriter {
   std::vector<std::string> header_;
   std::vector<size_t> metric_columns_;
   std::vector<TableCell> cells_;
+  std::string metric_;
 };
 
 // msprobe's colour value of a target entry (graph/node_colors.py, compare/mode_adapter.py):
