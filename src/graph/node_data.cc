@@ -62,36 +62,24 @@ void stat_text(std::string& s, const StatValue& v) {
   }
 }
 
-// A metric cell as msprobe's graph shows it: numbers (and "12.5%") through display_float, text as
-// is.
-void metric_text(std::string& s, std::string_view cell) {
-  std::string_view num = cell;
-  const bool percent = !num.empty() && num.back() == '%';
-  if (percent) num.remove_suffix(1);
-  char* end = nullptr;
-  const std::string n(num);
-  const double v = n.empty() ? 0 : std::strtod(n.c_str(), &end);
-  if (n.empty() || end != n.c_str() + n.size() || !std::isfinite(v)) {
-    s.append(cell);
-    return;
-  }
-  if (!percent) {
+// A relative error in percent as msprobe's graph shows it: as Python prints it when that takes at
+// most six decimals or scientific notation ("50.0%", "93.75%", "8.118674038667216e-05%"), else
+// with six decimals ("1.010900%").
+void percent_text(std::string& s, double v) {
+  if (!std::isfinite(v)) {
     display_float(s, v);
-    return;
-  }
-  // msprobe's relative errors: as Python prints them when that takes at most six decimals or
-  // scientific notation ("50.0%", "93.75%", "8.118674038667216e-05%"), else with six decimals
-  // ("1.010900%").
-  std::string repr;
-  base::append_py_float(repr, v);
-  const size_t dot = repr.find('.');
-  if (repr.find('e') != std::string::npos || dot == std::string::npos ||
-      repr.size() - dot - 1 <= 6) {
-    s += repr;
   } else {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.6f", v);
-    s += buf;
+    std::string repr;
+    base::append_py_float(repr, v);
+    const size_t dot = repr.find('.');
+    if (repr.find('e') != std::string::npos || dot == std::string::npos ||
+        repr.size() - dot - 1 <= 6) {
+      s += repr;
+    } else {
+      char buf[64];
+      snprintf(buf, sizeof buf, "%.6f", v);
+      s += buf;
+    }
   }
   s += '%';
 }
@@ -148,35 +136,7 @@ void link_results(const PairResult& p, SideRows& target, SideRows& golden) {
   }
 }
 
-NodeDataWriter::NodeDataWriter(const PairResult* p) : p_(p) {
-  if (!p_) return;
-  header_ = compare_table_header(*p_, false);
-  // The columns msprobe binds to a node's data (GraphConst.*_INDEX_LIST) and numprobe's verdict.
-  static const char* kWanted[] = {"Max diff",
-                                  "Min diff",
-                                  "Mean diff",
-                                  "L2norm diff",
-                                  "MaxRelativeErr",
-                                  "MinRelativeErr",
-                                  "MeanRelativeErr",
-                                  "NormRelativeErr",
-                                  "Cosine",
-                                  "EucDist",
-                                  "MaxAbsErr",
-                                  "One Thousandth Err Ratio",
-                                  "Five Thousandths Err Ratio",
-                                  "Result",
-                                  "Requires_grad Consistent",
-                                  "Status",
-                                  "Match",
-                                  "Reason",
-                                  "Err_message"};
-  for (size_t c = 0; c < header_.size(); ++c) {
-    if (std::find_if(std::begin(kWanted), std::end(kWanted),
-                     [&](const char* w) { return header_[c] == w; }) != std::end(kWanted))
-      metric_columns_.push_back(c);
-  }
-}
+NodeDataWriter::NodeDataWriter(const PairResult* p) : p_(p) {}
 
 void NodeDataWriter::row_fields(std::string& out, const CompareRow& r, const RowResult* result) {
   out += '{';
@@ -209,32 +169,77 @@ void NodeDataWriter::row_fields(std::string& out, const CompareRow& r, const Row
     if (!r.md5.empty() && p_ && p_->mode == CompareMode::kMd5) field(out, "md5", r.md5, first);
     field(out, "data_name", r.data_name.empty() ? std::string_view("-1") : r.data_name, first);
   }
-  if (result && p_) {
-    compare_table_row(*p_, *result, false, cells_);
-    const bool int_stats =
-        r.max.kind == StatKind::kInt && result->pair.golden >= 0 &&
-        p_->golden_rows[static_cast<size_t>(result->pair.golden)].max.kind == StatKind::kInt;
-    for (size_t c : metric_columns_) {
-      if (c >= cells_.size()) continue;
-      std::string_view v = cells_[c].text;
-      // The CSV's formula guard is for spreadsheets, not for this JSON.
-      if (!v.empty() && v[0] == '\'') v.remove_prefix(1);
-      if (v.empty()) continue;  // numprobe's Reason / Err_message of a row with nothing to say
-      if (cells_[c].numeric) {
-        metric_.clear();
-        metric_text(metric_, v);
-        // Integer statistics (an int64 counter) differ by an integer, as msprobe prints it.
-        if (int_stats && header_[c].size() > 5 &&
-            header_[c].compare(header_[c].size() - 5, 5, " diff") == 0 && metric_.size() > 2 &&
-            metric_.compare(metric_.size() - 2, 2, ".0") == 0)
-          metric_.resize(metric_.size() - 2);
-        field(out, header_[c], metric_, first);
-      } else {
-        field(out, header_[c], v, first);
-      }
-    }
-  }
+  if (result && p_) metrics(out, r, *result, first);
   out += '}';
+}
+
+// msprobe's metric columns of the mode (the compare table's, GraphConst.*_INDEX_LIST) and
+// numprobe's verdict, straight from the compare row.
+void NodeDataWriter::metrics(std::string& out, const CompareRow& t, const RowResult& res,
+                             bool& first) {
+  const PairResult& p = *p_;
+  const bool both = res.pair.target >= 0 && res.pair.golden >= 0;
+  const CompareRow* g = both ? &p.golden_rows[static_cast<size_t>(res.pair.golden)] : nullptr;
+  std::string v;
+  auto number = [&](const char* name, bool has, double x, bool integral = false) {
+    v.clear();
+    if (!has) {
+      v = "N/A";
+    } else if (integral && std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9e15) {
+      v = std::to_string(static_cast<int64_t>(x));  // an int64 counter differs by an integer
+    } else {
+      display_float(v, x);
+    }
+    field(out, name, v, first);
+  };
+  switch (p.mode) {
+    case CompareMode::kStatistics: {
+      const StatisticsMetrics m = row_statistics(p, res);
+      const bool ints = both && t.max.kind == StatKind::kInt && g->max.kind == StatKind::kInt;
+      const std::pair<const char*, const StatDiff*> diffs[] = {{"Max diff", &m.max},
+                                                               {"Min diff", &m.min},
+                                                               {"Mean diff", &m.mean},
+                                                               {"L2norm diff", &m.norm}};
+      for (const auto& [name, d] : diffs) number(name, both && d->has_diff, d->diff, ints);
+      const std::pair<const char*, const StatDiff*> rels[] = {{"MaxRelativeErr", &m.max},
+                                                              {"MinRelativeErr", &m.min},
+                                                              {"MeanRelativeErr", &m.mean},
+                                                              {"NormRelativeErr", &m.norm}};
+      for (const auto& [name, d] : rels) {
+        v.clear();
+        if (both && d->has_rel) {
+          percent_text(v, d->rel_percent);
+        } else {
+          v = "N/A";
+        }
+        field(out, name, v, first);
+      }
+      break;
+    }
+    case CompareMode::kTensor: {
+      const TensorMetrics& m = res.tensor;
+      number("Cosine", both && m.has_cosine, m.cosine);
+      number("EucDist", both && m.has_euclidean, m.euclidean);
+      number("MaxAbsErr", both && m.has_errors, m.max_abs);
+      number("MaxRelativeErr", both && m.has_errors, m.max_rel);
+      number("One Thousandth Err Ratio", both && m.has_ratios, m.one_thousandth);
+      number("Five Thousandths Err Ratio", both && m.has_ratios, m.five_thousandths);
+      break;
+    }
+    case CompareMode::kMd5:
+      break;
+  }
+  field(out, "Requires_grad Consistent", requires_grad_consistent(p, res) ? "True" : "False",
+        first);
+  if (p.mode == CompareMode::kMd5) {
+    // As the compare table: rows of another shape or dtype are different whatever their bytes.
+    const bool alike = both && t.dtype == g->dtype && t.shape == g->shape;
+    field(out, "Result", !both ? "N/A" : alike ? md5_result(t, *g) : "Different", first);
+  }
+  field(out, "Status", row_status_name(res.status), first);
+  field(out, "Match", match_kind_name(res.pair.how), first);
+  if (!res.reason.empty()) field(out, "Reason", res.reason, first);
+  if (!res.message.empty()) field(out, "Err_message", res.message, first);
 }
 
 void NodeDataWriter::render(const SideRows& side, int64_t entry, bool with_metrics,

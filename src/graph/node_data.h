@@ -33,11 +33,8 @@ class NodeDataWriter {
 
  private:
   void row_fields(std::string& out, const CompareRow& r, const RowResult* result);
+  void metrics(std::string& out, const CompareRow& target, const RowResult& result, bool& first);
   const PairResult* p_;
-  std::vector<std::string> header_;
-  std::vector<size_t> metric_columns_;
-  std::vector<TableCell> cells_;
-  std::string metric_;
 };
 
 // msprobe's colour value of a target entry (graph/node_colors.py, compare/mode_adapter.py):
