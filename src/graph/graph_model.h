@@ -28,8 +28,9 @@ struct GraphNode {
 struct Graph {
   std::vector<GraphNode> nodes;  // nodes[root] is the model
   uint32_t root = kNoNode;
-  std::unordered_map<std::string_view, uint32_t> index;  // name -> node
-  std::deque<std::string> owned_names;                   // names the builder made up
+  // name -> node; emptied once a compare's two graphs are matched (find() then finds nothing)
+  std::unordered_map<std::string_view, uint32_t> index;
+  std::deque<std::string> owned_names;  // names the builder made up
   int64_t micro_steps = 1;
   std::vector<std::string> notes;  // what the build had to assume (an L1 dump's flat root, ...)
 

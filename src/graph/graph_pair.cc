@@ -66,6 +66,9 @@ std::unique_ptr<GraphPair> graph_pair(const PairResult& p) {
     std::optional<double> v = precision_of(p, t.rows, e);
     if (v) t.precision[n] = *v;
   }
+  // Names are found by now; the maps go (a million-entry pair's graphs hold a node per entry).
+  for (Graph* graph : {&t.graph, &g.graph})
+    std::unordered_map<std::string_view, uint32_t>().swap(graph->index);
   // An API collection shows its worst API (msprobe: the largest value, the smallest in md5 mode).
   const bool md5 = p.mode == CompareMode::kMd5;
   for (uint32_t n = 0; n < t.graph.nodes.size(); ++n) {

@@ -1,11 +1,13 @@
 #include "graph/node_data.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "base/py_json_writer.h"
+#include "numprobe/error.h"
 
 namespace numprobe::graph {
 namespace {
@@ -129,10 +131,12 @@ SideRows index_rows(const RowSet& rows, size_t entries) {
 }
 
 void link_results(const PairResult& p, SideRows& target, SideRows& golden) {
+  if (p.rows.size() > static_cast<size_t>(INT32_MAX))
+    throw Error("graph: more than 2^31 compare rows in one pair");
   for (size_t i = 0; i < p.rows.size(); ++i) {
     const RowPair& rp = p.rows[i].pair;
-    if (rp.target >= 0) target.result[static_cast<size_t>(rp.target)] = static_cast<int64_t>(i);
-    if (rp.golden >= 0) golden.result[static_cast<size_t>(rp.golden)] = static_cast<int64_t>(i);
+    if (rp.target >= 0) target.result[static_cast<size_t>(rp.target)] = static_cast<int32_t>(i);
+    if (rp.golden >= 0) golden.result[static_cast<size_t>(rp.golden)] = static_cast<int32_t>(i);
   }
 }
 

@@ -15,7 +15,7 @@ namespace numprobe::graph {
 struct SideRows {
   const RowSet* rows = nullptr;
   std::vector<uint32_t> first, count;  // per entry
-  std::vector<int64_t> result;         // per row: index into PairResult::rows, or -1
+  std::vector<int32_t> result;         // per row: index into PairResult::rows, or -1
 };
 // Rows are in entry order (flatten_rows), so an entry's rows are contiguous.
 SideRows index_rows(const RowSet& rows, size_t entries);

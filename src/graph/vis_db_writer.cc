@@ -122,17 +122,6 @@ const char* task_name(CompareMode m) {
   }
 }
 
-const char* mode_name(CompareMode m) {
-  switch (m) {
-    case CompareMode::kMd5:
-      return "md5";
-    case CompareMode::kTensor:
-      return "tensor";
-    default:
-      return "statistics";
-  }
-}
-
 std::string tool_tip_json(CompareMode m) {
   switch (m) {
     case CompareMode::kMd5:
@@ -250,7 +239,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     // CREATE INDEX scans of a table whose JSON columns make it large.
     db.exec(
         "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-        "PRAGMA page_size=65536; PRAGMA cache_size=-131072; PRAGMA temp_store=MEMORY;");
+        "PRAGMA page_size=65536; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;");
     db.exec(kCreateNodes);
     db.exec(kCreateStack);
     db.exec(kCreateConfig);
@@ -359,7 +348,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     }
     notes += ']';
     std::string mode;
-    base::append_py_string(mode, mode_name(content.mode));
+    base::append_py_string(mode, compare_mode_name(content.mode));
     const std::pair<const char*, std::string> rows[] = {{"format", "\"numprobe-graph 1\""},
                                                         {"mode", mode},
                                                         {"notes", notes},
