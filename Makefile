@@ -46,6 +46,8 @@ demo: build
 	@echo "== graph: the same compare as two model hierarchies, for the browser =="
 	@rm -rf demo_out/graph
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db
+	@echo
+	@echo "Open it in the browser: $(BIN) serve demo_out/graph/faulty_run.vis.db   (then http://127.0.0.1:8080/)"
 
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes

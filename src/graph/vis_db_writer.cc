@@ -1,6 +1,7 @@
 #include "graph/vis_db_writer.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -230,7 +231,8 @@ class SideRenderer {
 }  // namespace
 
 void write_vis_db(const std::string& path, const VisDbContent& content) {
-  const std::string tmp = path + ".tmp";
+  // The process id keeps two writers of the same file from sharing a temporary.
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
   std::remove(tmp.c_str());
   {
     Db db(tmp);

@@ -16,7 +16,7 @@ struct VisDbContent {
   std::string findings_json = "{}";  // numprobe_meta "findings" (docs/graph.md)
 };
 
-// Writes `path` through path + ".tmp", renamed when complete, so a reader never sees half a
+// Writes `path` through path + ".tmp<pid>", renamed when complete, so a reader never sees half a
 // file. Throws Error naming the file on any SQLite or I/O failure.
 void write_vis_db(const std::string& path, const VisDbContent& content);
 

@@ -67,15 +67,16 @@ std::map<std::pair<std::string, std::string>, DbNode> read_nodes(const std::stri
   return out;
 }
 
+// The pair's graph, built in a directory of the running test's own: ctest runs each test in a
+// process of its own, two at a time.
 std::string resnet_pair_db() {
-  static const std::string path = [] {
-    GraphRunOptions o;
-    o.target = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics/step0");
-    o.golden = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics/step1");
-    o.out = scratch_dir("graph_resnet") + "/resnet.vis.db";
-    return run_graph(o).path;
-  }();
-  return path;
+  GraphRunOptions o;
+  o.target = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics/step0");
+  o.golden = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics/step1");
+  o.out = scratch_dir(std::string("graph_resnet_") +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+          "/resnet.vis.db";
+  return run_graph(o).path;
 }
 
 TEST(GraphBuild, ResNetPairHasMsprobesHierarchy) {
@@ -315,6 +316,55 @@ TEST(GraphBuild, CompareJsonParallelMergeIsReadAndFlagged) {
   EXPECT_THROW(parse_compare_input(R"({"npu_path": "a", "parallel_merge": 3})", "c.json", true),
                InputError);
 }
+
+}  // namespace
+}  // namespace numprobe::graph
+
+namespace numprobe::graph {
+namespace {
+
+// The three modes on the synthetic edge-case pairs (one API per case, no construct.json): msprobe's
+// task name, bins and colour values of the mode.
+struct ModeCase {
+  const char* mode;
+  const char* task;
+  const char* bin;  // one of the mode's bins in tb_config.node_colors
+  double identical, big_error;
+};
+
+class GraphModes : public ::testing::TestWithParam<ModeCase> {};
+
+TEST_P(GraphModes, TaskBinsAndValuesOfTheMode) {
+  const ModeCase& c = GetParam();
+  GraphRunOptions o;
+  o.target = msprobe_fixture(std::string("synthetic_edge_cases/") + c.mode + "/npu");
+  o.golden = msprobe_fixture(std::string("synthetic_edge_cases/") + c.mode + "/bench");
+  o.out = scratch_dir(std::string("graph_mode_") + c.mode) + "/g.vis.db";
+  const std::string path = run_graph(o).path;
+  auto nodes = read_nodes(path);
+  EXPECT_DOUBLE_EQ(nodes.at({"NPU", "Functional.identical.0.forward"}).precision, c.identical);
+  EXPECT_DOUBLE_EQ(nodes.at({"NPU", "Functional.big_error.0.forward"}).precision, c.big_error);
+  // The API collection shows its worst API.
+  EXPECT_DOUBLE_EQ(nodes.at({"NPU", "Apis_Between_Modules.0"}).precision, c.big_error);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT task, node_colors FROM tb_config", -1, &s, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), c.task);
+  EXPECT_NE(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 1))).find(c.bin),
+            std::string::npos);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, GraphModes,
+    ::testing::Values(ModeCase{"statistics", "summary", R"("#FFC62E": {"value": [0.6, 0.8])", 0, 1},
+                      ModeCase{"tensor", "all", R"("#FFEDBE": {"value": [0.05, 0.1])", 0, 1},
+                      ModeCase{"md5", "md5", R"("#FF704D": {"value": [0, 0])", 1, 0}),
+    [](const ::testing::TestParamInfo<ModeCase>& i) { return std::string(i.param.mode); });
 
 }  // namespace
 }  // namespace numprobe::graph
