@@ -268,6 +268,18 @@ void NodeDataWriter::render(const SideRows& side, int64_t entry, bool with_metri
   output += '}';
 }
 
+namespace {
+
+// msprobe paints a node darkest when the target's max or min is NaN or infinite. numprobe does so
+// too, except for an infinity the golden has in the same place: a masked_fill with -inf or a
+// causal mask is the computation, not a fault, and must not outshine the real first divergence.
+bool alarming(const StatValue& t, const StatValue& g) {
+  if (t.kind != StatKind::kFloat || std::isfinite(t.v)) return false;
+  return !(std::isinf(t.v) && g.kind == StatKind::kFloat && g.v == t.v);
+}
+
+}  // namespace
+
 std::optional<double> precision_of(const PairResult& p, const SideRows& t, int64_t entry) {
   if (entry < 0 || static_cast<size_t>(entry) >= t.count.size()) return std::nullopt;
   const uint32_t begin = t.first[static_cast<size_t>(entry)];
@@ -297,9 +309,8 @@ std::optional<double> precision_of(const PairResult& p, const SideRows& t, int64
         for (const StatDiff* d : {&m.max, &m.min, &m.mean, &m.norm}) {
           if (d->has_rel && !std::isnan(d->rel_percent)) v = std::max(v, d->rel_percent / 100);
         }
-        for (const StatValue* s : {&row.max, &row.min}) {
-          if (s->kind == StatKind::kFloat && !std::isfinite(s->v)) v = 1;
-        }
+        const CompareRow& g = p.golden_rows[static_cast<size_t>(r.pair.golden)];
+        if (alarming(row.max, g.max) || alarming(row.min, g.min)) v = 1;
       }
       return compared ? std::optional<double>(std::min(v, 1.0)) : std::nullopt;
     }
@@ -315,10 +326,9 @@ std::optional<double> precision_of(const PairResult& p, const SideRows& t, int64
         if (r.pair.golden < 0) continue;
         compared = true;
         const bool is_out = row.state == RowState::kOutput;
-        for (const StatValue* s : {&row.max, &row.min}) {
-          if (s->kind == StatKind::kFloat && !std::isfinite(s->v))
-            (is_out ? out_bad : in_bad) = true;
-        }
+        const CompareRow& g = p.golden_rows[static_cast<size_t>(r.pair.golden)];
+        if (alarming(row.max, g.max) || alarming(row.min, g.min))
+          (is_out ? out_bad : in_bad) = true;
         if (row.kind != RowKind::kTensor || !r.tensor.has_ratios) continue;
         (is_out ? out : in) = std::min(is_out ? out : in, r.tensor.one_thousandth);
         (is_out ? any_out : any_in) = true;

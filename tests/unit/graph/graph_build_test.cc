@@ -368,3 +368,41 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace numprobe::graph
+
+namespace numprobe::graph {
+namespace {
+
+std::string masked(const std::string& name, const std::string& min) {
+  const std::string t =
+      R"({"type": "torch.Tensor", "dtype": "torch.float32", "shape": [4], "Max": 1.0, "Min": )" +
+      min + R"(, "Mean": 0.5, "Norm": 1.0, "requires_grad": false})";
+  return "\"" + name + R"(": {"input_args": [)" + t + R"(], "input_kwargs": {}, "output": [)" + t +
+         "]}";
+}
+
+// Regression (seen on make demo's GPT): a causal mask's -inf, equal in both runs, painted
+// masked_fill darkest and outshone the real first divergence. An infinity the golden shares is
+// the computation; one the golden lacks, or a NaN, is still darkest.
+TEST(GraphBuild, AnInfinityBothRunsShareIsNotAnAlarm) {
+  const std::string target = make_dump("graph_inf_t",
+                                       masked("Tensor.masked_fill.0.forward", "-Infinity") + ", " +
+                                           masked("Tensor.masked_fill.1.forward", "-Infinity") +
+                                           ", " + masked("Tensor.masked_fill.2.forward", "NaN"),
+                                       "");
+  const std::string golden = make_dump("graph_inf_g",
+                                       masked("Tensor.masked_fill.0.forward", "-Infinity") + ", " +
+                                           masked("Tensor.masked_fill.1.forward", "0.0") + ", " +
+                                           masked("Tensor.masked_fill.2.forward", "NaN"),
+                                       "");
+  GraphRunOptions o;
+  o.target = target;
+  o.golden = golden;
+  o.out = scratch_dir("graph_inf_out") + "/g.vis.db";
+  auto nodes = read_nodes(run_graph(o).path);
+  EXPECT_DOUBLE_EQ(nodes.at({"NPU", "Tensor.masked_fill.0.forward"}).precision, 0);
+  EXPECT_DOUBLE_EQ(nodes.at({"NPU", "Tensor.masked_fill.1.forward"}).precision, 1);
+  EXPECT_DOUBLE_EQ(nodes.at({"NPU", "Tensor.masked_fill.2.forward"}).precision, 1);
+}
+
+}  // namespace
+}  // namespace numprobe::graph
