@@ -107,8 +107,10 @@ ParamResult compare_pair(const Checkpoint& a, const TensorEntry& ta, const Check
   const TensorMetrics m =
       tensor_metrics(pa, ta.dtype, ta.count, pb, tb.dtype, tb.count, tb.dtype, false);
   judge(r, m, ta.count);
-  if (ta.count == 1 && r.status != ParamStatus::kError)
-    r.cos = scalar_cos(pa, ta.dtype, pb, tb.dtype);
+  if (ta.count == 1 && r.max_abs) {
+    const double c = scalar_cos(pa, ta.dtype, pb, tb.dtype);
+    if (!std::isnan(c)) r.cos = c;
+  }
   r.compared = true;
   s.bytes += ta.bytes() + tb.bytes();
   a.release(ta);

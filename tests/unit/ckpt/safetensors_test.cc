@@ -1,0 +1,117 @@
+// The safetensors reader: what a valid file holds, and a clear error for every header that lies.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/safetensors.h"
+#include "ckpt_test_util.h"
+#include "numprobe/error.h"
+
+namespace numprobe::ckpt {
+namespace {
+
+using testutil::floats;
+using testutil::safetensors_image;
+
+std::vector<TensorEntry> parse(const std::string& img) {
+  return parse_safetensors(reinterpret_cast<const uint8_t*>(img.data()), img.size(),
+                           "m.safetensors");
+}
+
+std::string error_of(const std::string& img) {
+  try {
+    parse(img);
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "m.safetensors");
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Safetensors, ReadsTheSeed) {
+  const Checkpoint c = Checkpoint::open(testutil::seed("safetensors/small.safetensors"));
+  ASSERT_EQ(c.tensors().size(), 3u);
+  EXPECT_EQ(c.kind(), "safetensors");
+  const TensorEntry& w = c.tensors()[0];  // data order
+  EXPECT_EQ(w.name, "w");
+  EXPECT_EQ(w.dtype, DType::kF32);
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{2, 2}));
+  std::vector<uint8_t> scratch;
+  const auto* f = static_cast<const float*>(c.data(w, scratch));
+  EXPECT_EQ(f[3], 4.0f);
+  EXPECT_EQ(c.tensors()[1].dtype, DType::kBF16);
+  EXPECT_EQ(c.tensors()[2].shape, std::vector<int64_t>{});
+  EXPECT_EQ(c.tensors()[2].count, 1u);
+}
+
+TEST(Safetensors, HeaderThatLies) {
+  const std::string data = floats({1, 2, 3, 4});
+  auto img = [&](const std::string& t) { return safetensors_image("{" + t + "}", data); };
+  // Offsets past the data.
+  EXPECT_NE(
+      error_of(img(R"("a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]})")).find("truncated"),
+      std::string::npos);
+  // Shape and offsets disagree.
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]})"))
+                .find("need 12 bytes, data_offsets span 16"),
+            std::string::npos);
+  // dtype and offsets disagree.
+  EXPECT_NE(
+      error_of(img(R"("a":{"dtype":"F64","shape":[4],"data_offsets":[0,16]})")).find("need 32"),
+      std::string::npos);
+  // Overlap and gap.
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
+                         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})"))
+                .find("overlaps"),
+            std::string::npos);
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]})"))
+                .find("gap"),
+            std::string::npos);
+  // Fewer bytes described than held.
+  EXPECT_NE(
+      error_of(img(R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})")).find("trailing"),
+      std::string::npos);
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F33","shape":[4],"data_offsets":[0,16]})"))
+                .find("unknown dtype 'F33'"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(img(R"("a":{"dtype":"F32","shape":[4],"data_offsets":[16,0]})")).find("backwards"),
+      std::string::npos);
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]})")), "");
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[4]})")).find("lacks"), std::string::npos);
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                         R"("a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]})"))
+                .find("twice"),
+            std::string::npos);
+  // A shape whose element count overflows.
+  EXPECT_NE(error_of(img(R"("a":{"dtype":"F32","shape":[4294967296,4294967296],)"
+                         R"("data_offsets":[0,16]})"))
+                .find("overflows"),
+            std::string::npos);
+}
+
+TEST(Safetensors, TruncatedAndShortFiles) {
+  EXPECT_NE(error_of("abc").find("shorter than"), std::string::npos);
+  const std::string good = safetensors_image(
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", floats({1, 2, 3, 4}));
+  EXPECT_EQ(parse(good).size(), 1u);
+  EXPECT_NE(error_of(good.substr(0, good.size() - 1)).find("truncated"), std::string::npos);
+  EXPECT_NE(error_of(good.substr(0, 20)).find("runs past the end"), std::string::npos);
+  EXPECT_NE(error_of(safetensors_image("[1]", "")).find("not a JSON object"), std::string::npos);
+  std::string huge = good;
+  huge[7] = 0x7f;  // header length ~ 9e18
+  EXPECT_NE(error_of(huge).find("100 MB"), std::string::npos);
+}
+
+TEST(Safetensors, UnsupportedDtypesAreReadNotDecoded) {
+  const auto t = parse(safetensors_image(
+      R"({"u":{"dtype":"U32","shape":[2],"data_offsets":[0,8]}})", floats({1, 2})));
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].dtype, DType::kUnknown);
+  EXPECT_EQ(t[0].dtype_text, "U32");
+}
+
+}  // namespace
+}  // namespace numprobe::ckpt
