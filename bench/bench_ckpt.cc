@@ -4,9 +4,8 @@
 // process (so that its peak RSS is the compare's alone), warm page cache, one thread.
 // GB/s counts the tensor bytes of both sides.
 // Usage: bench_ckpt [MB per side] [runs]
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -62,27 +61,21 @@ void write_safetensors(const std::string& path, size_t tensors, unsigned seed) {
 }
 
 void run_once(const std::string& dir) {
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  if (fork() == 0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto a = numprobe::ckpt::Checkpoint::open(dir + "/a.safetensors");
-    const auto b = numprobe::ckpt::Checkpoint::open(dir + "/b.safetensors");
-    const auto r = numprobe::ckpt::compare_checkpoints(a, b);
-    numprobe::ckpt::write_reports(r, dir + "/out.json", true);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double out[4] = {s, static_cast<double>(r.summary.bytes),
-                     static_cast<double>(numprobe::bench::rss_hwm_kib()),
-                     static_cast<double>(r.summary.compared)};
-    if (write(fds[1], out, sizeof out) != sizeof out) _exit(1);
-    _exit(0);
-  }
-  close(fds[1]);
-  double r[4] = {};
-  const bool ok = read(fds[0], r, sizeof r) == sizeof r;
-  close(fds[0]);
-  int st = 0;
-  wait(&st);
+  std::array<double, 4> r{};
+  const bool ok = numprobe::bench::in_child(
+      [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto a = numprobe::ckpt::Checkpoint::open(dir + "/a.safetensors");
+        const auto b = numprobe::ckpt::Checkpoint::open(dir + "/b.safetensors");
+        const auto res = numprobe::ckpt::compare_checkpoints(a, b);
+        numprobe::ckpt::write_reports(res, dir + "/out.json", true);
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return std::array<double, 4>{s, static_cast<double>(res.summary.bytes),
+                                     static_cast<double>(numprobe::bench::rss_hwm_kib()),
+                                     static_cast<double>(res.summary.compared)};
+      },
+      r);
   if (!ok) return;
   printf(
       "ckpt-compare: %.0f tensors, %.2f GB of tensor data (both sides) in %.2f s = %.2f GB/s "
