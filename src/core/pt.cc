@@ -386,15 +386,16 @@ class Unpickler {
   // the stack and in the memo, so that the other holder cannot come to contain itself; the copies
   // are budgeted so that a hostile file cannot take quadratic time.
   Value& writable_top(size_t op_at, size_t added) {
-    const Ref& t = stack_.back();
-    if (static_cast<size_t>(t.use_count()) != 1 + t->memo_refs) {
-      copies_ += t->items.size() + t->entries.size() + added + memo_.size();
+    if (static_cast<size_t>(stack_.back().use_count()) != 1 + stack_.back()->memo_refs) {
+      const Ref old = stack_.back();
+      copies_ += old->items.size() + old->entries.size() + added + memo_.size();
       if (copies_ > kMaxCopies) fail("too many container items for a checkpoint pickle", op_at);
-      auto copy = std::make_shared<Value>(*t);
+      auto copy = std::make_shared<Value>(*old);
       copy->memo_refs = 0;
       for (auto& slot : memo_)
-        if (slot.second == t) {
+        if (slot.second == old) {
           slot.second = copy;
+          --old->memo_refs;
           ++copy->memo_refs;
         }
       stack_.back() = copy;
