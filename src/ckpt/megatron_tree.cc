@@ -5,6 +5,7 @@
 // stages), "optimizer": ..., "rng_state": [...]}. Only the model weights are compared; msprobe
 // names them "<key>.<virtual stage>".
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
