@@ -103,8 +103,13 @@ void load_npy_tree(Checkpoint& c, const std::string& dir) {
 
 void load_directory(Checkpoint& c, const std::string& dir) {
   if (is_megatron_tree(dir)) return load_megatron(c, dir);
-  std::vector<fs::path> indexes;
   std::error_code ec;
+  const fs::path rank_file = fs::path(dir) / "model_optim_rng.pt";
+  if (fs::is_regular_file(rank_file, ec)) {  // one mp_rank_XX directory
+    c.set_kind(dir, "Megatron");
+    return load_megatron_rank(c, rank_file.string(), "");
+  }
+  std::vector<fs::path> indexes;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
     if (n.size() > 11 && n.compare(n.size() - 11, 11, ".index.json") == 0)

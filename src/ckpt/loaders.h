@@ -20,6 +20,8 @@ void load_npy_file(Checkpoint& c, const std::string& path, const std::string& na
 // release directory, holding mp_rank_XX[_YYY[_ZZZ]]/model_optim_rng.pt.
 bool is_megatron_tree(const std::string& dir);
 void load_megatron(Checkpoint& c, const std::string& dir);
+// One rank's model_optim_rng.pt (its "model" or "model<stage>" weights), names prefixed.
+void load_megatron_rank(Checkpoint& c, const std::string& file, const std::string& prefix);
 // Megatron, safetensors shards (index json or not), torch .bin shards with an index, or .npy
 // files (searched recursively).
 void load_directory(Checkpoint& c, const std::string& dir);

@@ -76,6 +76,31 @@ bool is_megatron_tree(const std::string& dir) {
   return fs::exists(fs::path(dir) / kTracker, ec) || !rank_dirs(dir).empty();
 }
 
+void load_megatron_rank(Checkpoint& c, const std::string& file, const std::string& prefix) {
+  const size_t f = c.add_file(file);
+  const base::MappedFile& m = c.file(f);
+  const PtStateDict sd =
+      parse_pt_state_dict(reinterpret_cast<const uint8_t*>(m.data()), m.size(), file);
+  bool has_model = false;
+  for (const PtNamedTensor& t : sd.tensors)
+    if (t.name.rfind("model.", 0) == 0) has_model = true;
+  if (has_model) {
+    add_pt_tensors(c, f, sd, "model", prefix, ".0");
+  } else {
+    for (int stage = 0;; ++stage) {
+      const std::string key = "model" + std::to_string(stage);
+      bool found = false;
+      for (const PtNamedTensor& t : sd.tensors)
+        if (t.name.rfind(key + ".", 0) == 0) found = true;
+      if (!found) break;
+      has_model = true;
+      add_pt_tensors(c, f, sd, key, prefix, "." + std::to_string(stage));
+    }
+  }
+  if (!has_model) throw InputError(file, "no 'model' (or 'model0') weights in this Megatron file");
+  for (const PtPlaceholder& p : sd.placeholders) c.add_placeholder(prefix + p.name, p.klass);
+}
+
 void load_megatron(Checkpoint& c, const std::string& dir) {
   c.set_kind(dir, "Megatron");
   const std::string it = iteration_dir(dir);
@@ -87,31 +112,8 @@ void load_megatron(Checkpoint& c, const std::string& dir) {
     if (!fs::is_regular_file(file, ec))
       throw InputError(file,
                        "missing: every mp_rank directory needs its " + std::string(kRankFile));
-    const size_t f = c.add_file(file);
-    const base::MappedFile& m = c.file(f);
-    const PtStateDict sd =
-        parse_pt_state_dict(reinterpret_cast<const uint8_t*>(m.data()), m.size(), file);
     // One rank: msprobe's names. Several: the rank directory first (TP shards are not joined).
-    const std::string prefix = ranks.size() > 1 ? r + "/" : "";
-    bool has_model = false;
-    for (const PtNamedTensor& t : sd.tensors)
-      if (t.name.rfind("model.", 0) == 0) has_model = true;
-    if (has_model) {
-      add_pt_tensors(c, f, sd, "model", prefix, ".0");
-    } else {
-      for (int stage = 0;; ++stage) {
-        const std::string key = "model" + std::to_string(stage);
-        bool found = false;
-        for (const PtNamedTensor& t : sd.tensors)
-          if (t.name.rfind(key + ".", 0) == 0) found = true;
-        if (!found) break;
-        has_model = true;
-        add_pt_tensors(c, f, sd, key, prefix, "." + std::to_string(stage));
-      }
-    }
-    if (!has_model)
-      throw InputError(file, "no 'model' (or 'model0') weights in this Megatron file");
-    for (const PtPlaceholder& p : sd.placeholders) c.add_placeholder(prefix + p.name, p.klass);
+    load_megatron_rank(c, file, ranks.size() > 1 ? r + "/" : "");
   }
 }
 

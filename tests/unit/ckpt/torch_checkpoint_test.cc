@@ -94,8 +94,9 @@ TEST(TorchCheckpoint, MegatronTree) {
   EXPECT_TRUE(find(c, "decoder.weight.0"));
   EXPECT_TRUE(find(c, "decoder.bias.0"));
   EXPECT_FALSE(c.placeholders().empty());
-  // The iteration directory itself opens the same way.
+  // The iteration directory and the rank directory open the same way.
   EXPECT_EQ(Checkpoint::open(dir + "/iter_0000010").tensors().size(), 2u);
+  EXPECT_EQ(Checkpoint::open(dir + "/iter_0000010/mp_rank_00").tensors().size(), 2u);
 }
 
 TEST(TorchCheckpoint, MegatronVirtualStagesAndRanks) {
