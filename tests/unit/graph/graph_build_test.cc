@@ -72,7 +72,10 @@ std::string resnet_pair_db() {
     GraphRunOptions o;
     o.target = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics/step0");
     o.golden = msprobe_fixture("quick_start_resnet50_gpu_mix_statistics/step1");
-    o.out = scratch_dir("graph_resnet") + "/resnet.vis.db";
+    // One directory per test: ctest -j runs each test in its own process, all at once.
+    o.out = scratch_dir(std::string("graph_resnet_") +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+            "/resnet.vis.db";
     return run_graph(o).path;
   }();
   return path;
