@@ -40,7 +40,7 @@ struct Value {
   int64_t i = 0;           // kInt, kBool
   std::string s;           // kStr; kGlobal "module.name"; kStorage the record key
   std::vector<Ref> items;  // kSeq
-  int depth = 0;           // nesting of kSeq; bounded so that destruction cannot recurse deeply
+  int depth = 0;  // nesting of kSeq/kDict; bounded so that destruction cannot recurse deeply
   DType dtype = DType::kUnknown;             // kStorage
   PtTensor tensor;                           // kTensor (storage_begin/bytes filled later)
   std::string storage_key;                   // kTensor
@@ -511,6 +511,7 @@ struct PtArchiveRoot {
   std::map<std::string, const pt::ZipRecord*> records;
   std::string prefix;
   Ref root;
+  size_t pickle_bytes = 0;
 };
 
 PtArchiveRoot read_archive(const std::vector<pt::ZipRecord>& records, const uint8_t* buf,
@@ -535,6 +536,7 @@ PtArchiveRoot read_archive(const std::vector<pt::ZipRecord>& records, const uint
       throw InputError(name, "byteorder '" + order + "': only little-endian tensors are supported");
   }
   a.root = Unpickler(buf + pkl->data_begin, pkl->size, name).run();
+  a.pickle_bytes = pkl->size;
   return a;
 }
 
@@ -575,8 +577,13 @@ PtTensor resolve_tensor(const PtArchiveRoot& a, const Value& v, const std::strin
 
 // Depth-first over dicts (and the dicts in lists and tuples, by index): every tensor with its
 // dotted key path, every placeholder object with its path and class.
+// visits: what is left of the walk's budget. Every reference in the pickle costs it at least a
+// byte, but a container shared through the memo is walked once per reference: a few bytes can nest
+// shared lists 32 deep into 2^32 visits, so the walk stops at a few visits per pickle byte.
 void collect(const PtArchiveRoot& a, const Ref& v, const std::string& path, const std::string& name,
-             PtStateDict* out) {
+             PtStateDict* out, size_t* visits) {
+  if ((*visits)-- == 0)
+    throw InputError(name, "data.pkl: shared containers expand to too many objects");
   auto join = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
   switch (v->kind) {
     case Value::kTensor:
@@ -588,14 +595,14 @@ void collect(const PtArchiveRoot& a, const Ref& v, const std::string& path, cons
     case Value::kDict:
       for (const auto& [k, item] : v->entries) {
         if (k->kind == Value::kStr)
-          collect(a, item, join(k->s), name, out);
+          collect(a, item, join(k->s), name, out, visits);
         else if (k->kind == Value::kInt)
-          collect(a, item, join(std::to_string(k->i)), name, out);
+          collect(a, item, join(std::to_string(k->i)), name, out, visits);
       }
       break;
     case Value::kSeq:
       for (size_t i = 0; i < v->items.size(); ++i)
-        collect(a, v->items[i], join(std::to_string(i)), name, out);
+        collect(a, v->items[i], join(std::to_string(i)), name, out, visits);
       break;
     default:
       break;
@@ -617,7 +624,8 @@ PtStateDict parse_pt_state_dict(const uint8_t* buf, size_t len, const std::strin
   const std::vector<pt::ZipRecord> records = pt::read_zip_directory(buf, len, name);
   const PtArchiveRoot a = read_archive(records, buf, name);
   PtStateDict out;
-  collect(a, a.root, "", name, &out);
+  size_t visits = 4 * a.pickle_bytes + 1024;
+  collect(a, a.root, "", name, &out, &visits);
   return out;
 }
 
