@@ -5,8 +5,9 @@
 // the tensor's storage, offset, shape and strides) and "<prefix>/data/<key>" (the storage bytes).
 // The pickle is read by a small interpreter that only knows the opcodes torch.save emits and only
 // builds tensors (torch._utils._rebuild_tensor_v2, _rebuild_parameter, _rebuild_from_type_v2,
-// collections.OrderedDict for hooks); any other callable is an error. Nothing in the file is ever
-// executed, unlike torch.load. docs/format.md has the details.
+// collections.OrderedDict for hooks and state dicts) and, for training checkpoints, inert
+// placeholders of a fixed list of plain-data classes; any other callable is an error. Nothing in
+// the file is ever executed, unlike torch.load. docs/format.md has the details.
 #pragma once
 
 #include <cstddef>
