@@ -43,6 +43,9 @@ demo: build
 	@echo "== compare: which op of run B first went wrong? =="
 	$(BIN) compare -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/capture/compare
 	@echo
+	@echo "== ckpt-compare: the two runs' final weights (torch.save state dicts) =="
+	$(BIN) ckpt-compare demo_out/capture/run_b_weights.pt demo_out/capture/run_a_weights.pt -o demo_out/capture/ckpt_compare.json --csv
+	@echo
 	@echo "== graph: the same compare as two model hierarchies, for the browser =="
 	@rm -rf demo_out/graph
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db

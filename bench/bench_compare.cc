@@ -7,9 +7,7 @@
 //     GB/s of tensor data read and compared on one thread.
 // Usage: bench_compare [fixtures_dir] [runs] [rows] [tensor elements per row]
 // (0 rows or 0 elements skips that part)
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -25,26 +23,19 @@ namespace {
 
 // Compares the pair in a child process (so that its peak RSS is the compare's alone).
 void time_generated_pair(const std::string& dir, double mb, unsigned threads) {
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  if (fork() == 0) {
-    auto t0 = std::chrono::steady_clock::now();
-    numprobe::CompareReport rep = numprobe::compare_dumps(dir + "/t", dir + "/g", threads);
-    numprobe::write_compare_csv(dir + "/result.csv", rep.pairs.at(0), false);
-    const auto bytes = static_cast<size_t>(std::filesystem::file_size(dir + "/result.csv"));
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double out[4] = {s, static_cast<double>(rep.pairs[0].rows.size()),
-                     static_cast<double>(numprobe::bench::rss_hwm_kib()),
-                     static_cast<double>(bytes)};
-    if (write(fds[1], out, sizeof out) != sizeof out) _exit(1);
-    _exit(0);
-  }
-  close(fds[1]);
-  double r[4] = {};
-  const bool ok = read(fds[0], r, sizeof r) == sizeof r;
-  close(fds[0]);
-  int st = 0;
-  wait(&st);
+  std::array<double, 4> r{};
+  const bool ok = numprobe::bench::in_child(
+      [&] {
+        auto t0 = std::chrono::steady_clock::now();
+        numprobe::CompareReport rep = numprobe::compare_dumps(dir + "/t", dir + "/g", threads);
+        numprobe::write_compare_csv(dir + "/result.csv", rep.pairs.at(0), false);
+        const auto bytes = static_cast<size_t>(std::filesystem::file_size(dir + "/result.csv"));
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return std::array<double, 4>{s, static_cast<double>(rep.pairs[0].rows.size()),
+                                     static_cast<double>(numprobe::bench::rss_hwm_kib()),
+                                     static_cast<double>(bytes)};
+      },
+      r);
   if (!ok) return;
   printf(
       "generated pair: %.0f rows, inputs %.0f MB: %.2f s (load + compare + CSV file %.0f MB) = "

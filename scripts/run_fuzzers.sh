@@ -21,6 +21,8 @@ seeds_for() {
     acc_results_csv_fuzz) echo "$fx/golden_compare_outputs_mstt/synth_statistics $fx/legacy_compare_results" ;;
     npy_fuzz) echo "$fx/synthetic_edge_cases/tensor/npu/dump_tensor_data $fx/acc_check_input/mindspore" ;;
     pt_fuzz) echo "$root/tests/fuzz/seeds/pt" ;;
+    pt_state_dict_fuzz) echo "$root/tests/fuzz/seeds/pt_state_dict $root/tests/fuzz/seeds/pt" ;;
+    safetensors_fuzz) echo "$root/tests/fuzz/seeds/safetensors" ;;
     vis_db_fuzz) echo "$root/tests/fuzz/seeds/vis_db $fx/golden_graph_mstt" ;;
     *) echo "" ;;
   esac

@@ -3,7 +3,8 @@
 Run A is the reference. Run B is the same model, seed and data, except that its layer_norm
 kernel ignores the eps it is given and uses 1e-2 (the kind of silent kernel difference that
 separates two devices). Both are dumped at level mix with numprobe.PrecisionDebugger;
-`numprobe compare` then names the first op that diverged.
+`numprobe compare` then names the first op that diverged. Each run's final weights are saved
+beside its dump (run_a_weights.pt, run_b_weights.pt) for `numprobe ckpt-compare`.
 
     PYTHONPATH=python /usr/bin/python3 examples/python/capture_demo.py <out_dir>
 """
@@ -44,6 +45,7 @@ def capture(out_dir, faulty):
     finally:
         dbg.close()
         F.layer_norm = _layer_norm
+    torch.save(model.state_dict(), out_dir + "_weights.pt")
 
 
 def main():

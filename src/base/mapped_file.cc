@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -51,6 +52,14 @@ void MappedFile::release_before(size_t upto) {
   if (end <= released_) return;
   madvise(const_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
   released_ = end;
+}
+
+void MappedFile::release_range(size_t begin, size_t end) const {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (data_ == nullptr) return;
+  end = std::min(end, size_);
+  const size_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) madvise(const_cast<char*>(data_) + first, last - first, MADV_DONTNEED);
 }
 
 }  // namespace numprobe::base

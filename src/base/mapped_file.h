@@ -19,6 +19,9 @@ class MappedFile {
   size_t size() const { return size_; }
   // Drops resident pages of [0, upto) rounded down to a page boundary.
   void release_before(size_t upto);
+  // Drops resident pages that lie wholly inside [begin, end) (pages shared with bytes outside
+  // stay), for readers that visit a file out of order.
+  void release_range(size_t begin, size_t end) const;
 
  private:
   const char* data_ = nullptr;

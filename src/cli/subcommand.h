@@ -39,6 +39,7 @@ std::unique_ptr<Subcommand> make_rewrite_command();
 std::unique_ptr<Subcommand> make_compare_command();
 std::unique_ptr<Subcommand> make_graph_command();
 std::unique_ptr<Subcommand> make_serve_command();
+std::unique_ptr<Subcommand> make_ckpt_compare_command();
 
 // acc-check and multi-acc-check run in Python (python_front.cc): true for their names.
 bool is_python_front(const char* sub);

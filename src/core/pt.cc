@@ -16,24 +16,43 @@ namespace {
 struct Value;
 using Ref = std::shared_ptr<const Value>;
 
-// A pickle value. Only what a tensor pickle needs: containers are tuples/lists (items), dicts are
-// kept as opaque (their content never matters for a tensor), globals and persistent storages are
-// named, tensors carry their view.
+// A pickle value. Only what a tensor or state-dict pickle needs: containers are tuples/lists
+// (items) and dicts (entries, for the names of a state dict's tensors), globals and persistent
+// storages are named, tensors carry their view, and the other objects of a training checkpoint
+// (argparse.Namespace, numpy RNG states, enums) are inert placeholders that only keep their class
+// name: nothing is ever constructed or called.
 struct Value {
-  enum Kind { kNone, kBool, kInt, kFloat, kStr, kSeq, kDict, kGlobal, kStorage, kTensor, kMark };
+  enum Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kStr,
+    kSeq,
+    kDict,
+    kGlobal,
+    kStorage,
+    kTensor,
+    kMark,
+    kObject
+  };
   Kind kind = kNone;
   int64_t i = 0;           // kInt, kBool
   std::string s;           // kStr; kGlobal "module.name"; kStorage the record key
   std::vector<Ref> items;  // kSeq
-  int depth = 0;           // nesting of kSeq; bounded so that destruction cannot recurse deeply
-  DType dtype = DType::kUnknown;  // kStorage
-  PtTensor tensor;                // kTensor (storage_begin/bytes filled later)
-  std::string storage_key;        // kTensor
+  int depth = 0;  // nesting of kSeq/kDict; bounded so that destruction cannot recurse deeply
+  DType dtype = DType::kUnknown;             // kStorage
+  PtTensor tensor;                           // kTensor (storage_begin/bytes filled later)
+  std::string storage_key;                   // kTensor
+  std::vector<std::pair<Ref, Ref>> entries;  // kDict, in insertion order
+  // How many memo slots hold this value: a container held only by the stack and the memo can be
+  // changed in place (no other container sees it, so no cycle can form); otherwise it is copied.
+  mutable size_t memo_refs = 0;
 };
 
 const char* kind_name(Value::Kind k) {
-  static const char* const names[] = {"None", "bool",   "int",     "float",  "str", "tuple/list",
-                                      "dict", "global", "storage", "tensor", "mark"};
+  static const char* const names[] = {"None", "bool",   "int",     "float",  "str",  "tuple/list",
+                                      "dict", "global", "storage", "tensor", "mark", "object"};
   return names[k];
 }
 
@@ -47,6 +66,37 @@ DType storage_dtype(const std::string& global) {
   };
   auto it = kTypes.find(global);
   return it == kTypes.end() ? DType::kUnknown : it->second;
+}
+
+// Classes whose pickled instances are plain data in Megatron/DeepSpeed checkpoints: the argparse
+// Namespace of the run's arguments, numpy arrays and dtypes of the RNG states, bytes (pickle
+// protocol 2 spells them _codecs.encode), sets, torch devices and sizes, and the enums of
+// Megatron/MindSpeed (module megatron.* / mindspeed.*, called with their value).
+bool is_inert_class(const std::string& f) {
+  static const char* const kInert[] = {
+      "argparse.Namespace",
+      "numpy.core.multiarray._reconstruct",
+      "numpy._core.multiarray._reconstruct",
+      "numpy.ndarray",
+      "numpy.dtype",
+      "numpy.core.multiarray.scalar",
+      "numpy._core.multiarray.scalar",
+      "_codecs.encode",
+      "builtins.set",
+      "builtins.frozenset",
+      "builtins.slice",
+      "builtins.complex",
+      "__builtin__.set",
+      "__builtin__.frozenset",
+      "_io.BytesIO",
+      "torch.device",
+      "torch.Size",
+  };
+  for (const char* k : kInert)
+    if (f == k) return true;
+  for (const char* module : {"megatron.", "mindspeed."})
+    if (f.rfind(module, 0) == 0 && f.find("enums.") != std::string::npos) return true;
+  return false;
 }
 
 class Unpickler {
@@ -154,11 +204,13 @@ class Unpickler {
         case 't':
         case 'l':
           push(seq(pop_mark(op_at), op_at));
-          break;  // TUPLE, LIST
-        case 'd':
-          pop_mark(op_at);
+          break;     // TUPLE, LIST
+        case 'd': {  // DICT
+          std::vector<Ref> items = pop_mark(op_at);
           push(make(Value::kDict));
-          break;  // DICT
+          set_items(op_at, std::move(items));
+          break;
+        }
         case 0x85:
         case 0x86:
         case 0x87: {  // TUPLE1..3
@@ -174,28 +226,27 @@ class Unpickler {
         }
         case 'e':
           append(op_at, pop_mark(op_at));
-          break;  // APPENDS
-        case 's':
-          pop(op_at);
-          pop(op_at);
-          expect_top(Value::kDict, op_at);
-          break;  // SETITEM
+          break;     // APPENDS
+        case 's': {  // SETITEM
+          Ref v = pop(op_at), k = pop(op_at);
+          set_items(op_at, {k, v});
+          break;
+        }
         case 'u':
-          pop_mark(op_at);
-          expect_top(Value::kDict, op_at);
+          set_items(op_at, pop_mark(op_at));
           break;  // SETITEMS
         case 'b':
           pop(op_at);
           top(op_at);
           break;  // BUILD: the state of a rebuilt object, unused
         case 'q':
-          memo_[le(1)] = top(op_at);
+          put_memo(le(1), op_at);
           break;  // BINPUT
         case 'r':
-          memo_[le(4)] = top(op_at);
+          put_memo(le(4), op_at);
           break;  // LONG_BINPUT
         case 0x94:
-          memo_[memo_.size()] = top(op_at);
+          put_memo(memo_.size(), op_at);
           break;  // MEMOIZE
         case 'h':
           push(memo(le(1), op_at));
@@ -209,6 +260,17 @@ class Unpickler {
         case 'R': {  // REDUCE
           Ref args = pop(op_at), callable = pop(op_at);
           push(reduce(*callable, *args, op_at));
+          break;
+        }
+        case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), e.g. argparse.Namespace
+          Ref args = pop(op_at), cls = pop(op_at);
+          push(placeholder(*cls, op_at));
+          break;
+        }
+        case 0x92: {  // NEWOBJ_EX
+          pop(op_at);
+          Ref args = pop(op_at), cls = pop(op_at);
+          push(placeholder(*cls, op_at));
           break;
         }
         default:
@@ -299,15 +361,56 @@ class Unpickler {
   }
   void append(size_t op_at, std::vector<Ref> items) {
     expect_top(Value::kSeq, op_at);
-    // Values are shared through the memo: copy before changing.
-    // Lists are rebuilt on every APPEND (values are immutable); a tensor pickle appends a handful
-    // of items, so a budget on the copies keeps a hostile file from taking quadratic time.
-    copies_ += stack_.back()->items.size() + items.size();
-    if (copies_ > kMaxCopies) fail("too many list items for a tensor pickle", op_at);
-    std::vector<Ref> all = stack_.back()->items;
-    for (Ref& r : items) all.push_back(std::move(r));
-    stack_.back() = seq(std::move(all), op_at);
+    Value& list = writable_top(op_at, items.size());
+    for (Ref& r : items) {
+      list.depth = std::max(list.depth, r->depth + 1);
+      list.items.push_back(std::move(r));
+    }
+    if (list.depth > kMaxDepth)
+      fail("containers nested deeper than " + std::to_string(kMaxDepth), op_at);
   }
+  // items: key, value, key, value, ... added to the dict on top of the stack.
+  void set_items(size_t op_at, std::vector<Ref> items) {
+    expect_top(Value::kDict, op_at);
+    if (items.size() % 2 != 0) fail("a dict item without a value", op_at);
+    Value& dict = writable_top(op_at, items.size() / 2);
+    for (size_t k = 0; k < items.size(); k += 2) {
+      dict.depth = std::max({dict.depth, items[k]->depth + 1, items[k + 1]->depth + 1});
+      dict.entries.emplace_back(std::move(items[k]), std::move(items[k + 1]));
+    }
+    if (dict.depth > kMaxDepth)
+      fail("containers nested deeper than " + std::to_string(kMaxDepth), op_at);
+  }
+  // The container on top of the stack, ready to grow by `added` items. Only the stack and the memo
+  // hold it: changed in place. Otherwise (another container holds it too) a copy replaces it on
+  // the stack and in the memo, so that the other holder cannot come to contain itself; the copies
+  // are budgeted so that a hostile file cannot take quadratic time.
+  Value& writable_top(size_t op_at, size_t added) {
+    if (static_cast<size_t>(stack_.back().use_count()) != 1 + stack_.back()->memo_refs) {
+      const Ref old = stack_.back();
+      copies_ += old->items.size() + old->entries.size() + added + memo_.size();
+      if (copies_ > kMaxCopies) fail("too many container items for a checkpoint pickle", op_at);
+      auto copy = std::make_shared<Value>(*old);
+      copy->memo_refs = 0;
+      for (auto& slot : memo_)
+        if (slot.second == old) {
+          slot.second = copy;
+          --old->memo_refs;
+          ++copy->memo_refs;
+        }
+      stack_.back() = copy;
+    }
+    // Created by make_shared<Value> (never const), shared with nothing but the memo.
+    return const_cast<Value&>(*stack_.back());
+  }
+  void put_memo(uint64_t key, size_t op_at) {
+    const Ref& v = top(op_at);
+    Ref& slot = memo_[key];
+    if (slot) --slot->memo_refs;
+    slot = v;
+    ++v->memo_refs;
+  }
+
   Ref memo(uint64_t key, size_t op_at) {
     auto it = memo_.find(key);
     if (it == memo_.end()) fail("memo key " + std::to_string(key) + " was never stored", op_at);
@@ -342,7 +445,8 @@ class Unpickler {
     if (args.kind != Value::kSeq) fail("REDUCE arguments are not a tuple", op_at);
     const std::string& f = callable.s;
     const auto& a = args.items;
-    if (f == "collections.OrderedDict") return make(Value::kDict);
+    // A dict subclass's items follow as SETITEMS; defaultdict's factory is never called.
+    if (f == "collections.OrderedDict" || f == "collections.defaultdict") return make(Value::kDict);
     if (f == "torch._utils._rebuild_tensor_v2" || f == "torch._utils._rebuild_tensor") {
       if (a.size() < 4 || a[0]->kind != Value::kStorage || a[1]->kind != Value::kInt)
         fail(f + ": unexpected arguments", op_at);
@@ -366,8 +470,20 @@ class Unpickler {
       if (a.size() < 3 || a[0]->kind != Value::kGlobal) fail(f + ": unexpected arguments", op_at);
       return reduce(*a[0], *a[2], op_at);
     }
-    fail("unsupported object " + f + " (numprobe reads tensors only and runs no pickled code)",
-         op_at);
+    return placeholder(callable, op_at);
+  }
+
+  // The objects a training checkpoint holds besides tensors, kept by class name only (never
+  // constructed): anything else is refused, as torch.load(weights_only=True) would.
+  Ref placeholder(const Value& cls, size_t op_at) {
+    if (cls.kind != Value::kGlobal) fail("object of a non-global class", op_at);
+    if (!is_inert_class(cls.s))
+      fail(
+          "unsupported object " + cls.s + " (numprobe reads tensors only and runs no pickled code)",
+          op_at);
+    auto v = make(Value::kObject);
+    v->s = cls.s;
+    return v;
   }
 
   static constexpr int kMaxDepth = 32;
@@ -390,42 +506,47 @@ bool is_row_major(const PtTensor& t) {
   return true;
 }
 
-const pt::ZipRecord* find_record(const std::vector<pt::ZipRecord>& records,
-                                 const std::string& name) {
-  for (const auto& r : records)
-    if (r.name == name) return &r;
-  return nullptr;
-}
+// The archive's records by name, its pickle's prefix ("archive/") and the unpickled root object.
+struct PtArchiveRoot {
+  std::map<std::string, const pt::ZipRecord*> records;
+  std::string prefix;
+  Ref root;
+  size_t pickle_bytes = 0;
+};
 
-}  // namespace
-
-PtTensor parse_pt(const uint8_t* buf, size_t len, const std::string& name) {
-  const std::vector<pt::ZipRecord> records = pt::read_zip_directory(buf, len, name);
+PtArchiveRoot read_archive(const std::vector<pt::ZipRecord>& records, const uint8_t* buf,
+                           const std::string& name) {
+  PtArchiveRoot a;
   const pt::ZipRecord* pkl = nullptr;
   for (const auto& r : records) {
+    a.records.emplace(r.name, &r);
     const std::string suffix = "data.pkl";
-    if (r.name.size() >= suffix.size() &&
+    if (!pkl && r.name.size() >= suffix.size() &&
         r.name.compare(r.name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-        (r.name.size() == suffix.size() || r.name[r.name.size() - suffix.size() - 1] == '/')) {
+        (r.name.size() == suffix.size() || r.name[r.name.size() - suffix.size() - 1] == '/'))
       pkl = &r;
-      break;
-    }
   }
   if (!pkl) throw InputError(name, "no data.pkl record: not a torch.save archive");
-  const std::string prefix = pkl->name.substr(0, pkl->name.size() - 8);
-  if (const pt::ZipRecord* bo = find_record(records, prefix + "byteorder")) {
-    const std::string order(reinterpret_cast<const char*>(buf + bo->data_begin), bo->size);
+  a.prefix = pkl->name.substr(0, pkl->name.size() - 8);
+  auto bo = a.records.find(a.prefix + "byteorder");
+  if (bo != a.records.end()) {
+    const std::string order(reinterpret_cast<const char*>(buf + bo->second->data_begin),
+                            bo->second->size);
     if (order != "little")
       throw InputError(name, "byteorder '" + order + "': only little-endian tensors are supported");
   }
-  Ref v = Unpickler(buf + pkl->data_begin, pkl->size, name).run();
-  if (v->kind != Value::kTensor)
-    throw InputError(name,
-                     std::string("the saved object is a ") + kind_name(v->kind) + ", not a tensor");
-  PtTensor t = v->tensor;
-  const pt::ZipRecord* st = find_record(records, prefix + "data/" + v->storage_key);
-  if (!st)
-    throw InputError(name, "storage record '" + prefix + "data/" + v->storage_key + "' missing");
+  a.root = Unpickler(buf + pkl->data_begin, pkl->size, name).run();
+  a.pickle_bytes = pkl->size;
+  return a;
+}
+
+// The tensor's storage located and its view checked against it.
+PtTensor resolve_tensor(const PtArchiveRoot& a, const Value& v, const std::string& name) {
+  PtTensor t = v.tensor;
+  auto rec = a.records.find(a.prefix + "data/" + v.storage_key);
+  if (rec == a.records.end())
+    throw InputError(name, "storage record '" + a.prefix + "data/" + v.storage_key + "' missing");
+  const pt::ZipRecord* st = rec->second;
   t.storage_begin = st->data_begin;
   t.storage_bytes = st->size;
   const size_t item = dtype_size(t.dtype);
@@ -452,6 +573,60 @@ PtTensor parse_pt(const uint8_t* buf, size_t len, const std::string& name) {
                                " of a storage holding " + std::to_string(storage_elems));
   t.contiguous = is_row_major(t);
   return t;
+}
+
+// Depth-first over dicts (and the dicts in lists and tuples, by index): every tensor with its
+// dotted key path, every placeholder object with its path and class.
+// visits: what is left of the walk's budget. Every reference in the pickle costs it at least a
+// byte, but a container shared through the memo is walked once per reference: a few bytes can nest
+// shared lists 32 deep into 2^32 visits, so the walk stops at a few visits per pickle byte.
+void collect(const PtArchiveRoot& a, const Ref& v, const std::string& path, const std::string& name,
+             PtStateDict* out, size_t* visits) {
+  if ((*visits)-- == 0)
+    throw InputError(name, "data.pkl: shared containers expand to too many objects");
+  auto join = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  switch (v->kind) {
+    case Value::kTensor:
+      out->tensors.push_back({path, resolve_tensor(a, *v, name)});
+      break;
+    case Value::kObject:
+      out->placeholders.push_back({path, v->s});
+      break;
+    case Value::kDict:
+      for (const auto& [k, item] : v->entries) {
+        if (k->kind == Value::kStr)
+          collect(a, item, join(k->s), name, out, visits);
+        else if (k->kind == Value::kInt)
+          collect(a, item, join(std::to_string(k->i)), name, out, visits);
+      }
+      break;
+    case Value::kSeq:
+      for (size_t i = 0; i < v->items.size(); ++i)
+        collect(a, v->items[i], join(std::to_string(i)), name, out, visits);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+PtTensor parse_pt(const uint8_t* buf, size_t len, const std::string& name) {
+  const std::vector<pt::ZipRecord> records = pt::read_zip_directory(buf, len, name);
+  const PtArchiveRoot a = read_archive(records, buf, name);
+  if (a.root->kind != Value::kTensor)
+    throw InputError(
+        name, std::string("the saved object is a ") + kind_name(a.root->kind) + ", not a tensor");
+  return resolve_tensor(a, *a.root, name);
+}
+
+PtStateDict parse_pt_state_dict(const uint8_t* buf, size_t len, const std::string& name) {
+  const std::vector<pt::ZipRecord> records = pt::read_zip_directory(buf, len, name);
+  const PtArchiveRoot a = read_archive(records, buf, name);
+  PtStateDict out;
+  size_t visits = 4 * a.pickle_bytes + 1024;
+  collect(a, a.root, "", name, &out, &visits);
+  return out;
 }
 
 void copy_pt_elements(const uint8_t* buf, const PtTensor& t, void* out) {

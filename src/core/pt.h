@@ -5,8 +5,9 @@
 // the tensor's storage, offset, shape and strides) and "<prefix>/data/<key>" (the storage bytes).
 // The pickle is read by a small interpreter that only knows the opcodes torch.save emits and only
 // builds tensors (torch._utils._rebuild_tensor_v2, _rebuild_parameter, _rebuild_from_type_v2,
-// collections.OrderedDict for hooks); any other callable is an error. Nothing in the file is ever
-// executed, unlike torch.load. docs/format.md has the details.
+// collections.OrderedDict for hooks and state dicts) and, for training checkpoints, inert
+// placeholders of a fixed list of plain-data classes; any other callable is an error. Nothing in
+// the file is ever executed, unlike torch.load. docs/format.md has the details.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,27 @@ struct PtTensor {
 // emit for a tensor, a top-level object that is not a tensor, big-endian data, unknown storage
 // types, and a view (offset, shape, strides) that reaches outside its storage.
 PtTensor parse_pt(const uint8_t* buf, size_t len, const std::string& name);
+
+// A torch.save'd state dict or training checkpoint (a dict of tensors, possibly nested, with other
+// Python objects beside them: Megatron's argparse Namespace, RNG states, optimizer state).
+struct PtNamedTensor {
+  std::string name;  // the dotted key path: "model.layers.0.weight"; list items by index
+  PtTensor tensor;
+};
+struct PtPlaceholder {
+  std::string name;   // key path, as for tensors
+  std::string klass;  // "argparse.Namespace"
+};
+struct PtStateDict {
+  std::vector<PtNamedTensor> tensors;
+  std::vector<PtPlaceholder> placeholders;  // objects kept by class name, never constructed
+};
+
+// Parses a .pt image holding any tree of dicts, lists and tuples with tensors as leaves (a bare
+// tensor gives one tensor named ""). Objects of a fixed list of plain-data classes (argparse
+// Namespace, numpy arrays and dtypes, sets, bytes, torch.device, Megatron enums) become
+// placeholders; any other callable is refused with InputError, as in parse_pt.
+PtStateDict parse_pt_state_dict(const uint8_t* buf, size_t len, const std::string& name);
 
 // Copies the tensor's elements in row-major order to out (element_count * dtype_size bytes);
 // handles non-contiguous views.

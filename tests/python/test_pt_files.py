@@ -110,13 +110,37 @@ def test_pickled_code_is_never_run(cli, tmp_path):
     assert not marker.exists()
 
 
+def test_shared_list_growth_is_budgeted(cli, tmp_path):
+    # A list memoized and also held by a tuple is copied before an APPEND (the tuple keeps what it
+    # held): put into a new tuple before each of 20k appends, that would be quadratic; the copy
+    # budget stops it.
+    pkl = b"\x80\x02]q\x00" + b"(h\x00th\x00K\x01a" * 20000 + b"."
+    path = tmp_path / "shared.pt"
+    hostile_pt(path, pkl)
+    p = cli("stats", path, check=False)
+    assert p.returncode == 1 and "too many container items" in p.stderr
+
+
+def test_shared_containers_do_not_explode(cli, tmp_path):
+    # Each level a tuple holding the level below twice: 30 levels are 2^30 leaves for a walk that
+    # follows every reference. ckpt-compare walks state dicts within a budget of visits.
+    pkl = b"\x80\x02K\x01q\x00" + b"h\x00h\x00\x86q\x00" * 30 + b"}q\x01X\x01\x00\x00\x00wh\x00s."
+    hostile_pt(tmp_path / "a.pt", pkl)
+    import subprocess
+    from conftest import CLI
+    p = subprocess.run([str(CLI), "ckpt-compare", str(tmp_path / "a.pt"), str(tmp_path / "a.pt"),
+                        "-o", str(tmp_path / "o.json")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "too many objects" in p.stderr
+
+
 def test_long_append_chains_fail_fast(cli, tmp_path):
     # 300k APPENDs to one list: quadratic for a naive reader. The subprocess timeout only guards
-    # against a hang; the reader gives up after its copy budget.
+    # against a hang; the reader grows a list held only by the stack and the memo in place (a
+    # shared one is copied, within a budget), so it reads to the end and finds no tensor.
     pkl = b"\x80\x02]" + b"K\x01a" * 300000 + b"."
     path = tmp_path / "long.pt"
     hostile_pt(path, pkl)
     import subprocess
     from conftest import CLI
     p = subprocess.run([str(CLI), "stats", str(path)], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "too many list items" in p.stderr
+    assert p.returncode == 1 and "the saved object is a tuple/list, not a tensor" in p.stderr
