@@ -6,12 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
-#include <map>
 #include <set>
 #include <unordered_map>
 
 #include "base/py_json_writer.h"
-#include "graph/graph_build.h"
 #include "numprobe/error.h"
 
 namespace numprobe::graph {
