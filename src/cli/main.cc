@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Also: acc-check / multi-acc-check (msprobe's flags: -api_info dump.json -o out ...), "
-      "replaying a dump's APIs against a float64 CPU reference; see docs/acc_check.md.");
+      "replaying a dump's APIs against a float64 CPU reference; see docs/acc_check.md.\n"
+      "      config-check (-d run.sh cfg.yaml -o pack.zip | -c golden.zip target.zip -o out/), "
+      "packing and comparing two trainings' setups; see docs/config_check.md.");
   app.set_version_flag("--version", "numprobe 0.1.0");
 
   std::vector<std::unique_ptr<numprobe::cli::Subcommand>> commands;

@@ -41,9 +41,11 @@ std::unique_ptr<Subcommand> make_graph_command();
 std::unique_ptr<Subcommand> make_serve_command();
 std::unique_ptr<Subcommand> make_ckpt_compare_command();
 
-// acc-check and multi-acc-check run in Python (python_front.cc): true for their names.
+// acc-check, multi-acc-check and config-check run in Python (python_front.cc): true for their
+// names.
 bool is_python_front(const char* sub);
-// Replaces the process with `python -m numprobe.acc_check <argv[1:]>`; returns only on failure.
+// Replaces the process with `python -m numprobe.acc_check <argv[1:]>` (numprobe.config_check for
+// config-check); returns only on failure.
 int run_python_front(int argc, char** argv);
 
 }  // namespace numprobe::cli

@@ -1,0 +1,128 @@
+"""config_check (docs/config_check.md): packs of two real training runs that differ in a
+hyper-parameter, an environment variable and the seed; the compare through the CLI names all three;
+a run against itself passes every check; a bad pack is an error naming the file."""
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import PYDIR, read_csv
+
+HERE = pathlib.Path(__file__).resolve().parent
+SCRIPT = HERE / "config_check_train_script.py"
+RUN_SH = """#!/bin/bash
+GPT_ARGS="--micro-batch-size 2 \\
+  --seq-length {seq}"
+torchrun --nproc_per_node 1 pretrain.py $GPT_ARGS --lr {lr} --tensor-model-parallel-size 1
+"""
+
+
+def train(tmp, name, lr, seed, extra_env):
+    script = tmp / f"{name}.sh"
+    script.write_text(RUN_SH.format(seq=128, lr=lr))
+    pack = tmp / f"{name}.zip"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "CUDA_LAUNCH"))}
+    env.update(extra_env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYDIR), env.get("PYTHONPATH")]))
+    subprocess.run([sys.executable, str(SCRIPT), "--lr", str(lr), "--seed", str(seed), "--pack",
+                    str(pack), "--script", str(script)], check=True, env=env, timeout=300)
+    return pack
+
+
+@pytest.fixture(scope="module")
+def packs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("config_check")
+    golden = train(tmp, "golden", 0.1, 1, {"NCCL_ALGO": "Ring"})
+    target = train(tmp, "target", 0.05, 2, {"NCCL_ALGO": "Tree"})
+    return golden, target
+
+
+def test_pack_layout(packs):
+    names = set(zipfile.ZipFile(packs[0]).namelist())
+    assert {"env", "pip", "hyperparameters/hyperparameters_static.json",
+            "hyperparameters/hyperparameters_dynamic.json", "random/rank0.json"} <= names
+    for step in range(3):
+        assert f"weights/step{step}/rank0/weight.json" in names
+        assert f"dataset/step{step}/rank0/dataset.json" in names
+
+
+def test_compare_reports_hyperparameter_env_and_seed(cli, packs, tmp_path):
+    out = tmp_path / "out"
+    p = cli("config-check", "-c", *packs, "-o", out, check=False)
+    assert p.returncode == 1, p.stderr
+    summary = {r["filename"]: r["pass_check"] for r in read_csv(out / "summary.csv")}
+    assert summary == {"env": "error", "pip": "pass", "hyperparameters": "error",
+                       "weights": "error", "dataset": "error", "random": "error"}
+    # failing checks are printed first
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("ERROR") and "PASS     pip" in p.stdout
+
+    env_rows = read_csv(out / "env.csv")
+    assert [(r["bench_env_name"], r["bench_value"], r["cmp_value"]) for r in env_rows] == [
+        ("NCCL_ALGO", "Ring", "Tree")]
+    hyper = {(r["file_name"], r["bench_para"]): r for r in read_csv(out / "hyperparameters.csv")}
+    assert hyper[("hyperparameters_dynamic.json", "lr")]["cmp_value"] == "0.05"
+    assert hyper[("hyperparameters_dynamic.json", "seed")]["level"] == "error"
+    assert hyper[("hyperparameters_static.json", "lr")]["bench_value"] == "0.1"
+    random_rows = [r for r in read_csv(out / "random.csv") if r["op"] == "torch.manual_seed"]
+    assert random_rows and random_rows[0]["check_result"] == "False"
+    assert "seeds 1" in random_rows[0]["bench_count"] and "seeds 2" in random_rows[0]["cmp_count"]
+    # the same draws were made from the same lines: every other random call pairs and agrees
+    others = [r for r in read_csv(out / "random.csv") if "seed" not in r["op"]]
+    assert others and all(r["check_result"] == "True" for r in others)
+
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.load_workbook(out / "result.xlsx", read_only=True)
+    assert wb.sheetnames == ["summary", "env", "pip", "hyperparameters", "weights", "dataset",
+                             "random"]
+    rows = list(wb["summary"].iter_rows(values_only=True))
+    assert rows[0][:2] == ("filename", "pass_check") and ("env", "error", 1, None) in rows
+
+
+def test_run_against_itself_passes(cli, packs, tmp_path):
+    p = cli("config-check", "-c", packs[0], packs[0], "-o", tmp_path / "same")
+    summary = read_csv(tmp_path / "same" / "summary.csv")
+    assert {r["pass_check"] for r in summary} == {"pass"}, p.stdout
+    assert len(summary) == 6
+
+
+def test_static_pack_from_scripts(cli, tmp_path):
+    run = tmp_path / "run.sh"
+    run.write_text(RUN_SH.format(seq=256, lr=0.001))
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("train:\n  learning_rate: 0.001\n  global_batch_size: 64\n")
+    cli("config-check", "-d", run, cfg, "-o", tmp_path / "static.zip")
+    run.write_text(RUN_SH.format(seq=512, lr=0.001))
+    cli("config-check", "-d", run, cfg, "-o", tmp_path / "static2.zip")
+    p = cli("config-check", "-c", tmp_path / "static.zip", tmp_path / "static2.zip", "-o",
+            tmp_path / "out", check=False)
+    assert p.returncode == 1
+    rows = read_csv(tmp_path / "out" / "hyperparameters.csv")
+    assert [(r["bench_para"], r["bench_value"], r["cmp_value"]) for r in rows] == [
+        ("seq-length", "256", "512")]
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04garbage", None])
+def test_bad_pack_is_an_error_naming_the_file(cli, packs, tmp_path, content):
+    bad = tmp_path / "bad.zip"
+    if content is None:  # a real pack cut in half
+        data = packs[0].read_bytes()
+        bad.write_bytes(data[: len(data) // 2])
+    else:
+        bad.write_bytes(content)
+    p = cli("config-check", "-c", packs[0], bad, "-o", tmp_path / "out", check=False)
+    assert p.returncode == 2
+    assert str(bad) in p.stderr and "error" in p.stderr
+    assert not (tmp_path / "out" / "result.xlsx").exists()
+
+
+def test_bad_member_names_the_member(cli, packs, tmp_path):
+    bad = tmp_path / "badmember.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("env", "{not json")
+        z.writestr("pip", "torch=1\n")
+    p = cli("config-check", "-c", packs[0], bad, "-o", tmp_path / "out", check=False)
+    assert p.returncode == 2 and "member env" in p.stderr and str(bad) in p.stderr
