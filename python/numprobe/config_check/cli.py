@@ -27,13 +27,17 @@ def _parser():
     return p
 
 
+def _fails(row):
+    return "error" in row or any(v is False for v in row)  # `False in row` would match a rank 0
+
+
 def _print_results(results, written, note):
     ordered = sorted(results, key=lambda r: ORDER[r.status])
     for r in ordered:
         detail = f" ({len(r.rows)} rows)" if r.status != "skipped" else f" ({r.note})"
         print(f"{r.status.upper():8s} {r.name}{detail}")
         if r.status == "error":
-            for row in [row for row in r.rows if "error" in row or False in row][:5]:
+            for row in [row for row in r.rows if _fails(row)][:5]:
                 print("         " + " | ".join(str(v).split("\n")[-1] for v in row if v not in ("", None)))
     for path in written[:1]:
         print(f"result: {path}")
