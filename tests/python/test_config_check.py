@@ -1,6 +1,7 @@
 """config_check (docs/config_check.md): packs of two real training runs that differ in a
 hyper-parameter, an environment variable and the seed; the compare through the CLI names all three;
-a run against itself passes every check; a bad pack is an error naming the file."""
+a run against itself passes every check; a bad pack is an error naming the file; packs made by
+msprobe are read, and msprobe reads ours (live, in the torch 2.x lane)."""
 import os
 import pathlib
 import subprocess
@@ -9,10 +10,11 @@ import zipfile
 
 import pytest
 
-from conftest import PYDIR, read_csv
+from conftest import PYDIR, live, read_csv
 
 HERE = pathlib.Path(__file__).resolve().parent
 SCRIPT = HERE / "config_check_train_script.py"
+MSPROBE_SCRIPT = HERE / "config_check_msprobe_script.py"
 RUN_SH = """#!/bin/bash
 GPT_ARGS="--micro-batch-size 2 \\
   --seq-length {seq}"
@@ -126,3 +128,38 @@ def test_bad_member_names_the_member(cli, packs, tmp_path):
         z.writestr("pip", "torch=1\n")
     p = cli("config-check", "-c", packs[0], bad, "-o", tmp_path / "out", check=False)
     assert p.returncode == 2 and "member env" in p.stderr and str(bad) in p.stderr
+
+
+def test_msprobe_packs_are_read_and_msprobe_reads_ours(cli, packs, tmp_path):
+    """Live msprobe (the torch 2.x lane): numprobe compares two packs msprobe made, and msprobe's
+    compare reads two packs numprobe made, reaching the same verdicts on the checks both have."""
+    live("msprobe")
+    made = []
+    for name, lr, seed, algo in (("ms_golden", 0.1, 1, "Ring"), ("ms_target", 0.05, 2, "Tree")):
+        script = tmp_path / f"{name}.sh"
+        script.write_text(RUN_SH.format(seq=128, lr=lr))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_")}
+        env["NCCL_ALGO"] = algo
+        subprocess.run([sys.executable, str(MSPROBE_SCRIPT), str(lr), str(seed),
+                        str(tmp_path / f"{name}.zip"), str(script)], check=True, env=env,
+                       timeout=300, cwd=tmp_path, capture_output=True)
+        made.append(tmp_path / f"{name}.zip")
+    p = cli("config-check", "-c", *made, "-o", tmp_path / "ours", check=False)
+    assert p.returncode == 1, p.stderr
+    summary = {r["filename"]: r["pass_check"] for r in read_csv(tmp_path / "ours" / "summary.csv")}
+    # msprobe records no seed values: the seed shows in the weights, not in random
+    assert summary == {"env": "error", "pip": "pass", "hyperparameters": "error",
+                       "weights": "error", "dataset": "error", "random": "pass"}
+    hyper = read_csv(tmp_path / "ours" / "hyperparameters.csv")
+    assert [(r["bench_para"], r["bench_value"], r["cmp_value"]) for r in hyper] == [("lr", "0.1", "0.05")]
+
+    msprobe = os.path.join(os.path.dirname(sys.executable), "msprobe")
+    out = tmp_path / "theirs"
+    p = subprocess.run([msprobe, "config_check", "-c", str(packs[0]), str(packs[1]), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    openpyxl = live("openpyxl")
+    rows = openpyxl.load_workbook(out / "result.xlsx", read_only=True)["summary"].iter_rows(values_only=True)
+    theirs = dict(list(rows)[1:])
+    assert {k: theirs[k] for k in ("env", "pip", "hyperparameters", "weights", "dataset")} == {
+        "env": "error", "pip": "pass", "hyperparameters": "error", "weights": "error", "dataset": "error"}
