@@ -79,10 +79,18 @@ class ConfigChecker:
                                                        default=str)
 
     def _before_forward_args(self, model, args):
-        self._before_forward(model, args, {})
+        self.record(model, args)
 
     def _before_forward(self, model, args, kwargs):
+        self.record(model, args, kwargs)
+
+    def record(self, model, args=(), kwargs=None):
+        """Records one step by hand: the weights of model and the statistics of its inputs
+        (args, kwargs), as the forward pre-hook of `model=` does. For a job whose forward is not
+        the place, e.g. one captured by PrecisionDebugger at the same time (the hook's reductions
+        would be captured as the model's ops)."""
         import torch
+        kwargs = kwargs or {}
         with torch.no_grad():
             where = f"step{self.step}/rank{self.rank}"
             self.members[f"weights/{where}/weight.json"] = json.dumps(tensor_stats.weights(model),
