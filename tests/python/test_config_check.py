@@ -26,7 +26,7 @@ def train(tmp, name, lr, seed, extra_env):
     script = tmp / f"{name}.sh"
     script.write_text(RUN_SH.format(seq=128, lr=lr))
     pack = tmp / f"{name}.zip"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "CUDA_LAUNCH"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "CUDA_LAUNCH", "RANK"))}
     env.update(extra_env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYDIR), env.get("PYTHONPATH")]))
     subprocess.run([sys.executable, str(SCRIPT), "--lr", str(lr), "--seed", str(seed), "--pack",
@@ -163,3 +163,20 @@ def test_msprobe_packs_are_read_and_msprobe_reads_ours(cli, packs, tmp_path):
     theirs = dict(list(rows)[1:])
     assert {k: theirs[k] for k in ("env", "pip", "hyperparameters", "weights", "dataset")} == {
         "env": "error", "pip": "pass", "hyperparameters": "error", "weights": "error", "dataset": "error"}
+
+
+def test_ranks_write_their_own_packs_read_together(cli, tmp_path):
+    """A rank > 0 writes pack_rank{R}.zip beside pack.zip; the compare reads them as one pack."""
+    golden = train(tmp_path, "job", 0.1, 1, {"RANK": "0"})
+    train(tmp_path, "job", 0.1, 1, {"RANK": "1"})
+    rank1 = zipfile.ZipFile(tmp_path / "job_rank1.zip").namelist()
+    assert "env" not in rank1 and "weights/step0/rank1/weight.json" in rank1
+    cli("config-check", "-c", golden, golden, "-o", tmp_path / "same")
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "job.zip").write_bytes(golden.read_bytes())
+    p = cli("config-check", "-c", golden, single / "job.zip", "-o", tmp_path / "out", check=False)
+    assert p.returncode == 1
+    rows = read_csv(tmp_path / "out" / "weights.csv")
+    assert {r["equal"] for r in rows if r["rank"] == "1"} == {"only bench have"}
+    assert {r["equal"] for r in rows if r["rank"] == "0"} == {"True"}

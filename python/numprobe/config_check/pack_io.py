@@ -5,6 +5,7 @@
 checks every member before any compare starts, so a bad pack fails with its file and member named."""
 import json
 import os
+import re
 import tempfile
 import zipfile
 
@@ -35,30 +36,52 @@ def write_pack(path, members):
         raise
 
 
+def _read_zip(path):
+    members = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if info.is_dir():
+                    continue
+                if info.file_size > MAX_MEMBER_BYTES:
+                    raise PackError(f"{path}: member {info.filename} is {info.file_size} bytes, "
+                                    f"over the {MAX_MEMBER_BYTES}-byte limit")
+                members[info.filename.replace("\\", "/")] = z.read(info)
+    except PackError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+            NotImplementedError, RuntimeError) as e:
+        raise PackError(f"{path}: not a readable config_check pack (zip): {e}") from e
+    if not members:
+        raise PackError(f"{path}: the pack is empty (no member)")
+    return members
+
+
+def rank_packs(path):
+    """The packs the other ranks of a job wrote beside path (`pack_rank{R}.zip`, ConfigChecker)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    pattern = re.compile(re.escape(name[:-4]) + r"_rank(\d+)\.zip$") if name.endswith(".zip") else None
+    if pattern is None or not os.path.isdir(directory):
+        return []
+    found = [(int(m.group(1)), f) for f in os.listdir(directory) for m in [pattern.match(f)] if m]
+    return [os.path.join(directory, f) for _, f in sorted(found)]
+
+
 class Pack:
-    """The members of one pack, read in full: name -> bytes."""
+    """The members of one pack, read in full: name -> bytes. The per-rank packs of the same job
+    beside it (`pack_rank1.zip`, ...) are read with it: their members never collide with rank 0's
+    (each names its rank), and a collision is an error."""
 
     def __init__(self, path):
         self.path = str(path)
         if not os.path.isfile(self.path):
             raise PackError(f"{self.path}: no such pack file")
-        try:
-            with zipfile.ZipFile(self.path) as z:
-                self.members = {}
-                for info in z.infolist():
-                    if info.is_dir():
-                        continue
-                    if info.file_size > MAX_MEMBER_BYTES:
-                        raise PackError(f"{self.path}: member {info.filename} is {info.file_size} "
-                                        f"bytes, over the {MAX_MEMBER_BYTES}-byte limit")
-                    self.members[info.filename.replace("\\", "/")] = z.read(info)
-        except PackError:
-            raise
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
-                NotImplementedError, RuntimeError) as e:
-            raise PackError(f"{self.path}: not a readable config_check pack (zip): {e}") from e
-        if not self.members:
-            raise PackError(f"{self.path}: the pack is empty (no member)")
+        self.members = _read_zip(self.path)
+        for other in rank_packs(self.path):
+            for name, data in _read_zip(other).items():
+                if name in self.members:
+                    raise PackError(f"{other}: member {name} is also in {self.path}")
+                self.members[name] = data
 
     def has(self, name):
         return name in self.members

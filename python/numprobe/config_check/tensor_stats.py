@@ -52,8 +52,13 @@ def _relative(b, c):
     return abs(b - c) / abs(b)
 
 
+def _same(b, c):
+    nan = isinstance(b, float) and isinstance(c, float) and math.isnan(b) and math.isnan(c)
+    return b == c or nan  # NaN in both packs is the same statistic
+
+
 def _stat_row(b, c):
-    equal = all(b.get(k) == c.get(k) for k in STATS)
+    equal = all(_same(b.get(k), c.get(k)) for k in STATS)
     return [equal] + [_relative(b.get(k), c.get(k)) for k in STATS]
 
 
