@@ -180,3 +180,14 @@ def test_ranks_write_their_own_packs_read_together(cli, tmp_path):
     rows = read_csv(tmp_path / "out" / "weights.csv")
     assert {r["equal"] for r in rows if r["rank"] == "1"} == {"only bench have"}
     assert {r["equal"] for r in rows if r["rank"] == "0"} == {"True"}
+
+
+def test_bad_script_or_yaml_is_an_error_naming_the_file(cli, tmp_path):
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("train: [unclosed\n")
+    bad_sh = tmp_path / "bad.sh"
+    bad_sh.write_text("python train.py --name 'unclosed\n")
+    for path in (bad_yaml, bad_sh, tmp_path / "missing.sh"):
+        p = cli("config-check", "-d", path, "-o", tmp_path / "pack.zip", check=False)
+        assert p.returncode == 2 and str(path) in p.stderr, p.stderr
+        assert not (tmp_path / "pack.zip").exists()

@@ -46,14 +46,9 @@ class ConfigChecker:
         self.fmk = fmk
         self.step = 0
         self.members = {}
-        self.random_enabled = bool(random_calls._patched)
         if self.rank == 0:
-            self.members["env"] = env.collect()
-            self.members["pip"] = packages.collect()
             paths = [shell_path] if isinstance(shell_path, (str, os.PathLike)) else list(shell_path or [])
-            if paths:
-                static = hyperparams.parse_files([str(p) for p in paths])
-                self.members[hyperparams.STATIC] = json.dumps(static, indent=4, default=str)
+            self.members = setup_members([str(p) for p in paths])
             if hyperparameters is not None:
                 self.set_hyperparameters(hyperparameters)
         self._hook = None
@@ -139,10 +134,18 @@ def _patch_megatron_args():
     training.get_args = get_args
 
 
-def static_pack(paths, output_zip_path):
-    """The pack of `numprobe config-check -d`: environment, packages, parsed hyper-parameters."""
+def setup_members(script_paths):
+    """Environment, packages and the hyper-parameters parsed from script_paths: a static pack's
+    members, and rank 0's first members of a dynamic one."""
     members = {"env": env.collect(), "pip": packages.collect()}
-    if paths:
-        members[hyperparams.STATIC] = json.dumps(hyperparams.parse_files(paths), indent=4, default=str)
+    if script_paths:
+        members[hyperparams.STATIC] = json.dumps(hyperparams.parse_files(script_paths), indent=4,
+                                                 default=str)
+    return members
+
+
+def static_pack(script_paths, output_zip_path):
+    """The pack of `numprobe config-check -d`."""
+    members = setup_members(script_paths)
     write_pack(output_zip_path, members)
     return members
