@@ -19,8 +19,8 @@ def tensor_features(t):
     t = t.float() if t.dtype != torch.float64 else t
     if t.numel() == 0:
         return {k: None for k in STATS}
-    return {"max": t.max().item(), "min": t.min().item(), "mean": t.mean().item(),
-            "norm": t.norm().item()}
+    values = torch.stack([t.max(), t.min(), t.mean(), t.norm()]).tolist()  # one device sync
+    return dict(zip(STATS, values))
 
 
 def weights(model):
