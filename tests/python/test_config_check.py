@@ -191,3 +191,57 @@ def test_bad_script_or_yaml_is_an_error_naming_the_file(cli, tmp_path):
         p = cli("config-check", "-d", path, "-o", tmp_path / "pack.zip", check=False)
         assert p.returncode == 2 and str(path) in p.stderr, p.stderr
         assert not (tmp_path / "pack.zip").exists()
+
+
+MEGATRON_SH = r"""#!/bin/bash
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+GPUS_PER_NODE=8
+TP=4   # tensor parallel
+PP=2
+DATA_PATH=/data/my_text_document
+
+# model
+GPT_ARGS="
+    --tensor-model-parallel-size ${TP} \
+    --pipeline-model-parallel-size ${PP} \
+    --num-layers 24 \
+    --seq-length 4096 \
+    --micro-batch-size 1 \
+    --global-batch-size 256 \
+    --lr 1.25e-6 \
+    --lr-decay-style cosine \
+    --bf16
+"
+DATA_ARGS="--data-path $DATA_PATH --split 949,50,1"
+
+torchrun --nproc_per_node $GPUS_PER_NODE pretrain_gpt.py \
+    $GPT_ARGS \
+    $DATA_ARGS \
+    --seed 1234 \
+    --save-interval=1000 \
+    | tee logs/train.log
+"""
+
+
+def test_megatron_launch_script_is_parsed(cli, tmp_path):
+    script = tmp_path / "pretrain_gpt.sh"
+    script.write_text(MEGATRON_SH)
+    cli("config-check", "-d", script, "-o", tmp_path / "pack.zip")
+    import json
+    params = json.loads(zipfile.ZipFile(tmp_path / "pack.zip").read(
+        "hyperparameters/hyperparameters_static.json"))
+    assert params == {
+        "nproc_per_node": "8", "tensor-model-parallel-size": "4", "pipeline-model-parallel-size": "2",
+        "num-layers": "24", "seq-length": "4096", "micro-batch-size": "1", "global-batch-size": "256",
+        "lr": "1.25e-6", "lr-decay-style": "cosine", "bf16": True, "data-path": "/data/my_text_document",
+        "split": "949,50,1", "seed": "1234", "save-interval": "1000"}
+    # the same run described in yaml with other spellings: matched through the alias table
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("parallel:\n  tp: 4\n  pp: 2\ntrain:\n  learning_rate: 2.5e-6\n  seq_len: 4096\n")
+    cli("config-check", "-d", cfg, "-o", tmp_path / "yaml.zip")
+    p = cli("config-check", "-c", tmp_path / "pack.zip", tmp_path / "yaml.zip", "-o", tmp_path / "out",
+            check=False)
+    rows = {r["bench_para"]: r for r in read_csv(tmp_path / "out" / "hyperparameters.csv")}
+    assert rows["lr"]["cmp_para"] == "train.learning_rate" and rows["lr"]["matched_with"] == "mapping"
+    assert rows["lr"]["level"] == "error" and p.returncode == 1
+    assert "tensor-model-parallel-size" not in rows and "seq-length" not in rows  # equal via aliases

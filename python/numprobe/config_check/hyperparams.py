@@ -117,7 +117,10 @@ def _flatten(value, prefix, out):
 
 
 def parse_yaml(path, text):
-    import yaml  # PyYAML: Debian's python3-yaml, or pip's
+    try:
+        import yaml  # PyYAML: Debian's python3-yaml, or pip's
+    except ImportError as e:
+        raise PackError(f"{path}: reading yaml needs PyYAML (python3-yaml / pip install pyyaml)") from e
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
