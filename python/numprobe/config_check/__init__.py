@@ -56,9 +56,10 @@ class ConfigChecker:
             import torch
             if not isinstance(model, torch.nn.Module):
                 raise PackError(f"model is a {type(model).__name__}, not a torch.nn.Module")
-            self._hook = model.register_forward_pre_hook(self._before_forward, with_kwargs=True) \
-                if _hook_takes_kwargs() else model.register_forward_pre_hook(self._before_forward_args)
-        self._closed = False
+            if _hook_takes_kwargs():  # torch >= 2.0
+                self._hook = model.register_forward_pre_hook(self._before_forward, with_kwargs=True)
+            else:
+                self._hook = model.register_forward_pre_hook(self._before_forward_args)
         atexit.register(self.write)
 
     @staticmethod
