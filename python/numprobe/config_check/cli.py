@@ -63,5 +63,8 @@ def main(argv=None):
     except PackError as e:
         print(f"numprobe config-check: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # the output folder or pack cannot be written
+        print(f"numprobe config-check: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
     _print_results(results, written, note)
     return 1 if any(r.status == "error" for r in results) else 0
