@@ -1,8 +1,8 @@
 // numprobe acc-check / multi-acc-check: the replay runs inside Python (torch APIs are Python
 // callables), so the CLI hands the command line to `python -m numprobe.acc_check` unchanged,
-// msprobe's single-dash flags (-api_info, -csv_path) included. numprobe config-check goes to
-// `python -m numprobe.config_check` the same way (packs are made by the Python job; the compare
-// is Python too for now: docs/config_check.md, "Design").
+// msprobe's single-dash flags (-api_info, -csv_path) included. numprobe config-check -d (a static
+// pack: Python package metadata) goes to `python -m numprobe.config_check` the same way; its
+// compare (-c) is the C++ subcommand (docs/config_check.md, "Design").
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,9 +22,14 @@
 
 namespace numprobe::cli {
 
-bool is_python_front(const char* sub) {
-  return std::strcmp(sub, "acc-check") == 0 || std::strcmp(sub, "multi-acc-check") == 0 ||
-         std::strcmp(sub, "config-check") == 0;
+bool is_python_front(int argc, char** argv) {
+  const char* sub = argv[1];
+  if (std::strcmp(sub, "config-check") == 0) {  // the compare (-c) is C++: cmd_config_check.cc
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(argv[i], "-c") == 0 || std::strcmp(argv[i], "--compare") == 0) return false;
+    return true;
+  }
+  return std::strcmp(sub, "acc-check") == 0 || std::strcmp(sub, "multi-acc-check") == 0;
 }
 
 namespace {

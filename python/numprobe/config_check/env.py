@@ -1,7 +1,7 @@
-"""Environment variables that change what a training computes. Ascend and CUDA spell several of
-them differently (HCCL_* / NCCL_*, ASCEND_* / CUDA_*): a row holds both spellings, and a pack is
-read with the spelling of its own device (an Ascend pack is one with an ASCEND* variable), so a
-GPU run compares against an NPU run name for name. msprobe's env.yaml pairs the same variables."""
+"""Environment variables that change what a training computes, as a pack keeps them. Ascend and
+CUDA spell several differently (HCCL_* / NCCL_*, ASCEND_* / CUDA_*): a row holds both spellings.
+The compare (src/configcheck/config_compare_env_pip.cc) reads the same table, each pack with its
+own device's spelling; keep the two in step."""
 import json
 import os
 
@@ -27,7 +27,6 @@ COMMON = ("PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_
 # (which holds tokens and passwords a pack must not carry to another machine).
 PREFIXES = ("HCCL_", "NCCL_", "ASCEND_", "CUDA_", "CUBLAS_", "CUDNN_", "LCCL_", "TORCH_",
             "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_", "DNNL_", "ONEDNN_", "NVIDIA_TF32")
-HEADER = ["bench_env_name", "cmp_env_name", "bench_value", "cmp_value", "level"]
 
 
 def _kept(name):
@@ -39,28 +38,3 @@ def _kept(name):
 def collect():
     """The `env` member: {name: value} of the relevant variables of this process."""
     return json.dumps({k: v for k, v in sorted(os.environ.items()) if _kept(k)}, indent=4)
-
-
-def _is_ascend(env):
-    return any("ASCEND" in k for k in env)
-
-
-def compare(bench, cmp):
-    """Rows for the variables that differ: level error when both sides have the variable and the
-    values differ (unset reads as the default), warning when only one device has it."""
-    rows = []
-    bench_npu, cmp_npu = _is_ascend(bench), _is_ascend(cmp)
-    pairs = list(DEVICE_PAIRS) + [(name, name, None) for name in COMMON]
-    for npu_name, gpu_name, default in pairs:
-        b_name = npu_name if bench_npu else gpu_name
-        c_name = npu_name if cmp_npu else gpu_name
-        b_value = bench.get(b_name, default) if b_name else None
-        c_value = cmp.get(c_name, default) if c_name else None
-        if b_name and c_name:
-            if str(b_value) != str(c_value):
-                rows.append([b_name, c_name, str(b_value), str(c_value), "error"])
-        elif b_name and b_name in bench:
-            rows.append([b_name, "only bench has this env", str(b_value), "", "warning"])
-        elif c_name and c_name in cmp:
-            rows.append(["only cmp has this env", c_name, "", str(c_value), "warning"])
-    return rows

@@ -1,9 +1,8 @@
 """Hyper-parameters: parsed from launch scripts (`--flag value` on the python/torchrun/deepspeed
 line, with `$VAR`/`${VAR}` expanded from the script's assignments, `*_ARGS="..."` blocks included)
 and from yaml files (flattened to dotted keys), or taken from an argparse Namespace / dict of the
-running job. Names are matched across runs exactly, then through an alias table (lr and
-learning_rate are one), then by spelling similarity (difflib ratio > 0.8), as msprobe matches them."""
-import difflib
+running job. The compare (src/configcheck/config_compare_hyperparameters.cc) matches names across
+runs exactly, then through its alias table (lr and learning_rate are one), then by spelling."""
 import os
 import re
 import shlex
@@ -12,34 +11,7 @@ from .pack_io import PackError
 
 STATIC = "hyperparameters/hyperparameters_static.json"
 DYNAMIC = "hyperparameters/hyperparameters_dynamic.json"
-HEADER = ["file_name", "bench_para", "cmp_para", "bench_value", "cmp_value", "matched_with", "level"]
 
-# canonical name -> its other spellings (after `-` -> `_`, lower case)
-ALIASES = {
-    "learning_rate": ("lr", "learningrate", "base_lr", "max_lr"),
-    "min_learning_rate": ("min_lr",),
-    "micro_batch_size": ("mbs", "micro_batch", "per_device_train_batch_size",
-                         "train_micro_batch_size_per_gpu", "batch_size_per_gpu", "batch_size", "bs"),
-    "global_batch_size": ("gbs", "train_batch_size", "total_batch_size"),
-    "seq_length": ("seq_len", "max_seq_len", "max_seq_length", "sequence_length", "block_size",
-                   "max_length", "cutoff_len"),
-    "tensor_model_parallel_size": ("tp", "tp_size", "tensor_parallel_size", "tensor_parallel"),
-    "pipeline_model_parallel_size": ("pp", "pp_size", "pipeline_parallel_size"),
-    "context_parallel_size": ("cp", "cp_size"),
-    "expert_model_parallel_size": ("ep", "ep_size", "expert_parallel_size"),
-    "sequence_parallel": ("sp",),
-    "epochs": ("num_epochs", "max_epochs", "epoch", "num_train_epochs"),
-    "train_iters": ("max_steps", "train_steps", "iterations", "max_iters"),
-    "weight_decay": ("wd", "weightdecay"),
-    "dropout": ("dropout_rate", "drop_rate", "hidden_dropout"),
-    "gradient_accumulation_steps": ("grad_accum", "accumulate_grad_batches", "gradient_accumulation"),
-    "clip_grad": ("max_grad_norm", "grad_clip", "gradient_clipping"),
-    "lr_warmup_iters": ("warmup_steps", "lr_warmup_steps", "num_warmup_steps"),
-    "seed": ("random_seed", "manual_seed"),
-    "compute_dtype": ("bf16", "fp16", "fp32", "dtype", "precision", "mixed_precision"),
-    "residual_dtype": ("fp32_residual_connection",),
-    "softmax_compute_dtype": ("attention_softmax_in_fp32",),
-}
 _LAUNCHER = re.compile(r"(^|[\s;&|(])(python[0-9.]*|torchrun|deepspeed|msrun|accelerate|"
                        r"mpirun|srun)(\s|$)")
 _ASSIGN = re.compile(r"^(?:export\s+|local\s+|declare\s+(?:-\w+\s+)?)?([A-Za-z_][A-Za-z0-9_]*)="
@@ -158,55 +130,3 @@ def from_namespace(args):
     for k, v in items.items():
         out[str(k)] = v if isinstance(v, (int, float, str, bool, list, type(None))) else str(v)
     return out
-
-
-def _key(name):
-    return name.split(".")[-1].replace("-", "_").lower()
-
-
-def _canonical(key):
-    for canonical, aliases in ALIASES.items():
-        if key == canonical or key in aliases:
-            return canonical
-    return None
-
-
-def _match(key, candidates):
-    if key in candidates:
-        return key, "pure name"
-    canonical = _canonical(key)
-    if canonical:
-        for other in candidates:
-            if _canonical(other) == canonical:
-                return other, "mapping"
-    best, best_ratio = None, 0.8
-    for other in candidates:
-        ratio = difflib.SequenceMatcher(None, key, other).ratio()
-        if ratio > best_ratio:
-            best, best_ratio = other, ratio
-    return (best, f"similarity:{best_ratio:.2f}") if best else (None, "")
-
-
-def _text(value):
-    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
-
-
-def compare(bench, cmp, file_name):
-    """Rows: error for a matched parameter whose values differ, warning for one only one side has."""
-    bench_keys = {_key(k): k for k in bench}
-    cmp_keys = {_key(k): k for k in cmp}
-    rows = []
-    for key, bench_name in bench_keys.items():
-        match, how = _match(key, cmp_keys)
-        b_value = _text(bench[bench_name])
-        if match is None:
-            rows.append([file_name, bench_name, "Only in benchmark", str(b_value), "", "", "warning"])
-            continue
-        cmp_name = cmp_keys.pop(match)
-        c_value = _text(cmp[cmp_name])
-        if b_value != c_value:
-            rows.append([file_name, bench_name, cmp_name, str(b_value), str(c_value), how, "error"])
-    for cmp_name in cmp_keys.values():
-        rows.append([file_name, "Only in comparison", cmp_name, "", str(_text(cmp[cmp_name])), "",
-                     "warning"])
-    return sorted(rows, key=lambda r: (r[6] != "error", r[1], r[2]))

@@ -1,26 +1,18 @@
 """Installed package versions: every Python distribution (importlib.metadata), written as msprobe
 writes its `pip` member (`Name=version` lines), plus the Debian packages that own the shared
 libraries this process has loaded and that matter to numerics (torch, numpy, BLAS/LAPACK, CUDA),
-as `deb:<package>=<version>` lines. The compare checks the packages a training depends on."""
+as `deb:<package>=<version>` lines. The compare (src/configcheck/config_compare_env_pip.cc) checks
+the packages a training depends on."""
 import glob
 import os
 import re
 from importlib import metadata
 
-# Python packages whose version is compared (any name, any case; `-`/`_`/`.` are one).
-COMPARED = ("torch", "torchvision", "numpy", "transformers", "deepspeed", "megatron-core",
-            "megatron", "mindspeed", "datasets", "peft", "accelerate", "apex", "flash-attn",
-            "triton", "scipy", "mindspore", "torch-npu")
 # Loaded libraries whose Debian package is recorded.
 LIBRARY_PATTERN = re.compile(r"^lib(torch|c10|openblas|blas|lapack|mkl|cudart|cublas|cudnn|nccl|"
                              r"gomp|blis|omp|hccl)|^_multiarray_umath")
 # Python extension modules whose Debian package is recorded (python3-torch, python3-numpy).
 MODULE_PATTERN = re.compile(r"/dist-packages/(torch|numpy)/_C[.]|/dist-packages/numpy/core/_multi")
-HEADER = ["package", "bench version", "cmp version", "level"]
-
-
-def _normal(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _python_packages():
@@ -74,27 +66,3 @@ def collect():
     lines += [f"deb:{name}={version}"
               for name, version in sorted(_debian_owners(_loaded_libraries()).items())]
     return "".join(line + "\n" for line in lines)
-
-
-def parse(text):
-    out = {}
-    for line in text.splitlines():
-        name, sep, version = line.strip().partition("=")
-        if name:
-            out[name] = version if sep else ""
-    return out
-
-
-def compare(bench, cmp, framework="pytorch"):
-    """Rows (error) for each compared package whose versions differ; Debian packages compare
-    when either pack recorded them."""
-    bench_n = {_normal(k): v for k, v in bench.items()}
-    cmp_n = {_normal(k): v for k, v in cmp.items()}
-    names = [_normal(n) for n in COMPARED + (framework,)]
-    names += sorted(n for n in set(bench_n) | set(cmp_n) if n.startswith("deb:"))
-    rows = []
-    for name in dict.fromkeys(names):
-        b, c = bench_n.get(name), cmp_n.get(name)
-        if b != c:
-            rows.append([name, b or "None", c or "None", "error"])
-    return rows

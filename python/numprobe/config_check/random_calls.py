@@ -1,15 +1,14 @@
 """Random API calls: apply_patches() wraps the random functions of `random`, numpy and torch so each
 call is counted per (API, call stack). Seeding calls also keep the seed values they were given, so
-a changed seed is reported even where the stacks agree. The compare pairs stacks across runs by file
-name, function and code line (paths may differ between machines)."""
-import difflib
+a changed seed is reported even where the stacks agree. The compare
+(src/configcheck/config_compare_random.cc) pairs stacks across runs by file name, function and code
+line (paths may differ between machines)."""
 import functools
 import linecache
 import os
 import sys
 import threading
 
-HEADER = ["op", "rank", "bench_stack", "cmp_stack", "bench_count", "cmp_count", "check_result"]
 SEEDING = {"random.seed", "np.random.seed", "torch.manual_seed", "torch.cuda.manual_seed",
            "torch.cuda.manual_seed_all", "torch.seed"}
 MAX_STACK = 64
@@ -87,56 +86,3 @@ def snapshot():
     """The `random/rank{R}.json` content: {api: [{count, stack[, seeds]}]}."""
     with _lock:
         return {api: [dict(e) for e in entries.values()] for api, entries in sorted(_records.items())}
-
-
-def _parse_frame(frame):
-    # "File {path}, line {n}, in {func}, {code}"
-    head, _, rest = frame.partition(", line ")
-    _, _, after = rest.partition(", in ")
-    func, _, code = after.partition(", ")
-    return os.path.basename(head[5:]), func, code
-
-
-def stacks_match(a, b, threshold=0.8):
-    if len(a) != len(b):
-        return False
-    for fa, fb in zip(a, b):
-        pa, pb = _parse_frame(fa), _parse_frame(fb)
-        score = (float(pa[0] == pb[0]) + float(pa[1] == pb[1])
-                 + difflib.SequenceMatcher(None, pa[2], pb[2]).ratio()) / 3
-        if score < threshold:
-            return False
-    return True
-
-
-def _same_calls(b, c):
-    return b.get("count") == c.get("count") and b.get("seeds") == c.get("seeds")
-
-
-def compare(bench_ranks, cmp_ranks):
-    """bench_ranks/cmp_ranks: {rank: {api: [entries]}}. A row per stack; check_result False when a
-    stack has no partner, the counts differ or a seeding call got other seeds."""
-    rows = []
-    for rank in sorted(set(bench_ranks) | set(cmp_ranks)):
-        bench, cmp = bench_ranks.get(rank, {}), cmp_ranks.get(rank, {})
-        for api in sorted(set(bench) | set(cmp)):
-            free = list(cmp.get(api, []))
-            for b in bench.get(api, []):
-                c = next((c for c in free if stacks_match(b["stack"], c["stack"])), None)
-                b_count = _count_text(b)
-                if c is None:
-                    rows.append([api, rank, "\n".join(b["stack"]), "no match stack", b_count, "0",
-                                 False])
-                    continue
-                free.remove(c)
-                rows.append([api, rank, "\n".join(b["stack"]), "\n".join(c["stack"]), b_count,
-                             _count_text(c), _same_calls(b, c)])
-            for c in free:
-                rows.append([api, rank, "no match stack", "\n".join(c["stack"]), "0",
-                             _count_text(c), False])
-    return sorted(rows, key=lambda r: (r[6] is not False, r[1], r[0]))
-
-
-def _count_text(entry):
-    seeds = entry.get("seeds")
-    return f"{entry.get('count', 0)} (seeds {', '.join(seeds)})" if seeds else str(entry.get("count", 0))
