@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace numprobe::configcheck {
 
@@ -20,6 +21,9 @@ class Pack {
  public:
   // Reads path and the per-rank packs a job wrote beside it (`<stem>_rank<R>.zip`), as one pack.
   explicit Pack(const std::string& path);
+  // A pack already in memory (tests, fuzzing): `path` only names it in errors.
+  Pack(std::string path, std::map<std::string, std::string> members)
+      : path_(std::move(path)), members_(std::move(members)) {}
   const std::string& path() const { return path_; }
   bool has(const std::string& name) const { return members_.count(name) != 0; }
   // name -> bytes, sorted by name.
