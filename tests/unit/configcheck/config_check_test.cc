@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <initializer_list>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "configcheck/config_compare.h"
 #include "configcheck/json_tree.h"
@@ -15,54 +18,39 @@
 namespace numprobe::configcheck {
 namespace {
 
-void le(std::string& out, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+// Little-endian fields {value, bytes} appended to out.
+void put(std::string& out, std::initializer_list<std::pair<uint64_t, int>> fields) {
+  for (const auto& [v, n] : fields)
+    for (int i = 0; i < n; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
 // A zip of stored members, as Python's zipfile writes it with ZIP_STORED.
 std::string stored_zip(const std::map<std::string, std::string>& members) {
   std::string body, dir;
   for (const auto& [name, data] : members) {
-    const uint32_t crc = static_cast<uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
-    const size_t local = body.size();
-    le(body, 0x04034b50, 4);
-    le(body, 20, 2);
-    le(body, 0, 2);
-    le(body, 0, 2);
-    le(body, 0, 4);
-    le(body, crc, 4);
-    le(body, data.size(), 4);
-    le(body, data.size(), 4);
-    le(body, name.size(), 2);
-    le(body, 0, 2);
+    const uint64_t crc =
+        crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()));
+    const uint64_t size = data.size(), name_size = name.size(), local = body.size();
+    // flags, method, time and date, CRC, both sizes, name and extra lengths: both headers
+    const auto common = [&](std::string& out) {
+      put(out, {{0, 2}, {0, 2}, {0, 4}, {crc, 4}, {size, 4}, {size, 4}, {name_size, 2}, {0, 2}});
+    };
+    put(body, {{0x04034b50, 4}, {20, 2}});
+    common(body);
     body += name + data;
-    le(dir, 0x02014b50, 4);
-    le(dir, 20, 2);
-    le(dir, 20, 2);
-    le(dir, 0, 2);
-    le(dir, 0, 2);
-    le(dir, 0, 4);
-    le(dir, crc, 4);
-    le(dir, data.size(), 4);
-    le(dir, data.size(), 4);
-    le(dir, name.size(), 2);
-    le(dir, 0, 2);
-    le(dir, 0, 2);
-    le(dir, 0, 2);
-    le(dir, 0, 2);
-    le(dir, 0, 4);
-    le(dir, local, 4);
+    put(dir, {{0x02014b50, 4}, {20, 2}, {20, 2}});
+    common(dir);
+    put(dir, {{0, 2}, {0, 2}, {0, 2}, {0, 4}, {local, 4}});  // comment, disk, attributes, offset
     dir += name;
   }
   std::string out = body + dir;
-  le(out, 0x06054b50, 4);
-  le(out, 0, 4);
-  le(out, members.size(), 2);
-  le(out, members.size(), 2);
-  le(out, dir.size(), 4);
-  le(out, body.size(), 4);
-  le(out, 0, 2);
+  put(out, {{0x06054b50, 4},
+            {0, 4},
+            {members.size(), 2},
+            {members.size(), 2},
+            {dir.size(), 4},
+            {body.size(), 4},
+            {0, 2}});
   return out;
 }
 
