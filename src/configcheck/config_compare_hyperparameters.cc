@@ -15,7 +15,7 @@ struct Alias {
   const char* canonical;
   std::vector<const char*> others;
 };
-// The alias table (python/numprobe/config_check/hyperparams.py lists it for the docs and tests).
+// The alias table (docs/config_check.md lists it).
 const std::vector<Alias>& aliases() {
   static const std::vector<Alias> table = {
       {"learning_rate", {"lr", "learningrate", "base_lr", "max_lr"}},
