@@ -1,8 +1,10 @@
 // The random check (docs/config_check.md): calls of the random APIs per call stack, stacks paired
 // across runs as msprobe pairs them; counts and seed values must agree.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "configcheck/config_compare.h"
 #include "configcheck/json_tree.h"

@@ -1,6 +1,8 @@
 // The weights and dataset checks (docs/config_check.md): max/min/mean/norm per parameter or input
 // tensor, per step and rank, wanted bit-equal; relative differences shown.
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 
