@@ -64,12 +64,11 @@ class ConfigCheckCommand : public Subcommand {
             {"-f,--framework,--fmk", "pytorch", Flag::kString, &framework_}};
   }
   int run() override {
-    if (packs_.size() != 2) throw Error("config-check -c takes exactly two packs");
-    if (framework_ != "pytorch")
-      throw Error("config-check: framework " + framework_ + ": only pytorch");
     std::vector<configcheck::CheckTable> tables;
     std::string xlsx;
     try {
+      if (packs_.size() != 2) throw Error("-c takes exactly two packs (golden, target)");
+      if (framework_ != "pytorch") throw Error("framework " + framework_ + ": only pytorch");
       const configcheck::Pack golden(packs_[0]), target(packs_[1]);
       tables = configcheck::compare_packs(golden, target, framework_);
       xlsx = configcheck::write_config_report(tables, out_);

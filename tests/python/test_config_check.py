@@ -245,3 +245,8 @@ def test_megatron_launch_script_is_parsed(cli, tmp_path):
     assert rows["lr"]["cmp_para"] == "train.learning_rate" and rows["lr"]["matched_with"] == "mapping"
     assert rows["lr"]["level"] == "error" and p.returncode == 1
     assert "tensor-model-parallel-size" not in rows and "seq-length" not in rows  # equal via aliases
+
+
+def test_compare_wants_two_packs(cli, packs, tmp_path):
+    p = cli("config-check", "-c", packs[0], "-o", tmp_path / "out", check=False)
+    assert p.returncode == 2 and "two packs" in p.stderr, p.stderr
