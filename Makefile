@@ -46,6 +46,9 @@ demo: build
 	@echo "== ckpt-compare: the two runs' final weights (torch.save state dicts) =="
 	$(BIN) ckpt-compare demo_out/capture/run_b_weights.pt demo_out/capture/run_a_weights.pt -o demo_out/capture/ckpt_compare.json --csv
 	@echo
+	@echo "== config-check: were the two runs set up alike? (environment, packages, hyper-parameters, data: yes; weights part after step 0) =="
+	$(BIN) config-check -c demo_out/capture/run_a_config.zip demo_out/capture/run_b_config.zip -o demo_out/capture/config_check || echo "(exit 1: a check failed, as expected)"
+	@echo
 	@echo "== graph: the same compare as two model hierarchies, for the browser =="
 	@rm -rf demo_out/graph
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db

@@ -28,13 +28,14 @@ LAYERS = {
     "compare": ENGINE + ["compare"],
     "graph": ENGINE + ["compare", "graph"],
     "ckpt": ENGINE + ["compare", "ckpt"],
+    "configcheck": ["base", "configcheck"],
     "serve": ENGINE + ["graph", "serve"],
     "acccheck": ENGINE + ["acccheck"],
     "capture": ENGINE + ["capture"],
     "capture/torch": ENGINE + ["capture", "torch_common"],  # and itself, as every layer
     "torch_common": ["core", "torch_common"],
     "replay": ENGINE + ["acccheck", "replay", "torch_common"],
-    "cli": ENGINE + ["compare", "graph", "ckpt", "serve", "acccheck", "capture", "cli"],
+    "cli": ENGINE + ["compare", "graph", "ckpt", "configcheck", "serve", "acccheck", "capture", "cli"],
 }
 # Folders with no layer rule of their own that still must resolve their includes.
 UNLAYERED = ["python/src", "tests", "bench"]

@@ -23,6 +23,7 @@ seeds_for() {
     pt_fuzz) echo "$root/tests/fuzz/seeds/pt" ;;
     pt_state_dict_fuzz) echo "$root/tests/fuzz/seeds/pt_state_dict $root/tests/fuzz/seeds/pt" ;;
     safetensors_fuzz) echo "$root/tests/fuzz/seeds/safetensors" ;;
+    config_pack_fuzz) echo "$root/tests/fuzz/seeds/config_pack" ;;
     vis_db_fuzz) echo "$root/tests/fuzz/seeds/vis_db $fx/golden_graph_mstt" ;;
     *) echo "" ;;
   esac

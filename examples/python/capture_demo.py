@@ -5,6 +5,8 @@ kernel ignores the eps it is given and uses 1e-2 (the kind of silent kernel diff
 separates two devices). Both are dumped at level mix with numprobe.PrecisionDebugger;
 `numprobe compare` then names the first op that diverged. Each run's final weights are saved
 beside its dump (run_a_weights.pt, run_b_weights.pt) for `numprobe ckpt-compare`.
+Each run also writes a config_check pack (run_a_config.zip, run_b_config.zip: environment,
+packages, hyper-parameters, weights and data per step) for `numprobe config-check -c`.
 
     PYTHONPATH=python /usr/bin/python3 examples/python/capture_demo.py <out_dir>
 """
@@ -31,13 +33,17 @@ def capture(out_dir, faulty):
     model = tiny_models.make_gpt(seed=0)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     dbg = numprobe.PrecisionDebugger(dump_path=out_dir, level="mix", task="statistics")
+    checker = numprobe.ConfigChecker(output_zip_path=out_dir + "_config.zip",
+                                     hyperparameters={"lr": 0.1, "seed": 0, "steps": 2})
     if faulty:
         F.layer_norm = layer_norm_wrong_eps
         dbg.register_custom_api(F, "layer_norm", "Functional")  # dumped under msprobe's name
     try:
         for step in range(2):
+            batch = tiny_models.gpt_batch(step)
+            checker.record(model, batch[:1])  # outside the capture: its reductions are not dumped
             dbg.start(model)
-            loss = tiny_models.gpt_step(model, opt, tiny_models.gpt_batch(step))
+            loss = tiny_models.gpt_step(model, opt, batch)
             opt.zero_grad()
             dbg.stop()
             dbg.step()
@@ -46,6 +52,7 @@ def capture(out_dir, faulty):
         dbg.close()
         F.layer_norm = _layer_norm
     torch.save(model.state_dict(), out_dir + "_weights.pt")
+    checker.write()
 
 
 def main():

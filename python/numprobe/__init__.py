@@ -1,11 +1,29 @@
 """numprobe: find the first op where two training runs diverge.
 
-Capture (this module) writes msprobe-format dumps: ``dump.json``, ``stack.json``,
+Capture (``PrecisionDebugger``) writes msprobe-format dumps: ``dump.json``, ``stack.json``,
 ``construct.json`` per step and rank. The work happens in C++ (``numprobe._C``); this layer only
 wires hooks into PyTorch.
-"""
-from .debugger import PrecisionDebugger, seed_all
-from . import _C  # noqa: F401
 
-__all__ = ["PrecisionDebugger", "seed_all"]
+``ConfigChecker`` (numprobe.config_check) packs a run's setup (environment, packages,
+hyper-parameters, weights, data, random calls) and is pure Python: it imports neither ``_C`` nor
+torch until a model is given, so it works beside any torch build. Capture and ``_C`` load on first
+use (PEP 562).
+"""
+import importlib
+
+from .config_check import ConfigChecker
+
+__all__ = ["PrecisionDebugger", "seed_all", "ConfigChecker"]
 __version__ = "0.1.0"
+
+_LAZY = {"PrecisionDebugger": ".debugger", "seed_all": ".debugger", "_C": "._C"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'numprobe' has no attribute {name!r}")
+    mod = importlib.import_module(module, __name__)
+    value = mod if name == "_C" else getattr(mod, name)
+    globals()[name] = value
+    return value

@@ -75,7 +75,7 @@ void add_flag(CLI::App& app, const numprobe::cli::Flag& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && numprobe::cli::is_python_front(argv[1]))
+  if (argc > 1 && numprobe::cli::is_python_front(argc, argv))
     return numprobe::cli::run_python_front(argc, argv);
   CLI::App app{
       "numprobe: find the first op where two training runs diverge.\n"
@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Also: acc-check / multi-acc-check (msprobe's flags: -api_info dump.json -o out ...), "
-      "replaying a dump's APIs against a float64 CPU reference; see docs/acc_check.md.");
+      "replaying a dump's APIs against a float64 CPU reference; see docs/acc_check.md.\n"
+      "      config-check -d run.sh cfg.yaml -o pack.zip (Python) packs a training's setup for "
+      "config-check -c; see docs/config_check.md.");
   app.set_version_flag("--version", "numprobe 0.1.0");
 
   std::vector<std::unique_ptr<numprobe::cli::Subcommand>> commands;
@@ -95,6 +97,7 @@ int main(int argc, char** argv) {
   commands.push_back(numprobe::cli::make_graph_command());
   commands.push_back(numprobe::cli::make_serve_command());
   commands.push_back(numprobe::cli::make_ckpt_compare_command());
+  commands.push_back(numprobe::cli::make_config_check_command());
 
   std::vector<std::pair<CLI::App*, numprobe::cli::Subcommand*>> apps;
   for (auto& c : commands) {

@@ -1,6 +1,8 @@
 // numprobe acc-check / multi-acc-check: the replay runs inside Python (torch APIs are Python
 // callables), so the CLI hands the command line to `python -m numprobe.acc_check` unchanged,
-// msprobe's single-dash flags (-api_info, -csv_path) included.
+// msprobe's single-dash flags (-api_info, -csv_path) included. numprobe config-check -d (a static
+// pack: Python package metadata) goes to `python -m numprobe.config_check` the same way; its
+// compare (-c) is the C++ subcommand (docs/config_check.md, "Design").
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,7 +22,13 @@
 
 namespace numprobe::cli {
 
-bool is_python_front(const char* sub) {
+bool is_python_front(int argc, char** argv) {
+  const char* sub = argv[1];
+  if (std::strcmp(sub, "config-check") == 0) {  // the compare (-c) is C++: cmd_config_check.cc
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(argv[i], "-c") == 0 || std::strcmp(argv[i], "--compare") == 0) return false;
+    return true;
+  }
   return std::strcmp(sub, "acc-check") == 0 || std::strcmp(sub, "multi-acc-check") == 0;
 }
 
@@ -70,8 +78,12 @@ int run_python_front(int argc, char** argv) {
   }
   // multi-acc-check forks its workers after `import torch`: torch must find out whether CUDA is
   // there through NVML, without initialising the CUDA driver in the parent (not fork-safe).
-  setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "1", /*overwrite=*/0);
-  std::vector<std::string> args = {python, "-m", "numprobe.acc_check"};
+  // (Not for config-check: its pack records the PYTORCH_* variables of the user's environment.)
+  if (std::strcmp(argv[1], "config-check") != 0)
+    setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "1", /*overwrite=*/0);
+  const char* module =
+      std::strcmp(argv[1], "config-check") == 0 ? "numprobe.config_check" : "numprobe.acc_check";
+  std::vector<std::string> args = {python, "-m", module};
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   std::vector<char*> cargs;
   for (std::string& a : args) cargs.push_back(a.data());

@@ -40,10 +40,13 @@ std::unique_ptr<Subcommand> make_compare_command();
 std::unique_ptr<Subcommand> make_graph_command();
 std::unique_ptr<Subcommand> make_serve_command();
 std::unique_ptr<Subcommand> make_ckpt_compare_command();
+std::unique_ptr<Subcommand> make_config_check_command();
 
-// acc-check and multi-acc-check run in Python (python_front.cc): true for their names.
-bool is_python_front(const char* sub);
-// Replaces the process with `python -m numprobe.acc_check <argv[1:]>`; returns only on failure.
+// acc-check, multi-acc-check and config-check without -c (packing: -d, help) run in Python
+// (python_front.cc): true for those command lines.
+bool is_python_front(int argc, char** argv);
+// Replaces the process with `python -m numprobe.acc_check <argv[1:]>` (numprobe.config_check for
+// config-check); returns only on failure.
 int run_python_front(int argc, char** argv);
 
 }  // namespace numprobe::cli

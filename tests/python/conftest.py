@@ -58,15 +58,19 @@ def rank_dir(step_dir):
     return dirs[0]
 
 
+def read_csv(path):
+    """The rows of a CSV file with a header, as dicts."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
 def numprobe_compare(target, golden, out):
     """`numprobe compare -t target -g golden -o out` of one rank pair: (CSV rows, summary.json)."""
     p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode in (0, 1), p.stderr
     (csv_path,) = pathlib.Path(out).glob("compare_result_*.csv")
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return rows, json.loads((pathlib.Path(out) / "summary.json").read_text())
+    return read_csv(csv_path), json.loads((pathlib.Path(out) / "summary.json").read_text())
 
 
 # Rows numprobe records that msprobe does not (docs/capture.md, "Differences from msprobe"): parameter

@@ -7,7 +7,6 @@ what moved; docs/msprobe_versions.md lists them with what numprobe does about ea
 checked against the newest release on what both must agree on: the rows, their pairing and every
 statistic read from the dumps. Skipped where msprobe is not installed, required in `make test-torch2`.
 """
-import csv
 import math
 import os
 import subprocess
@@ -16,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, live
+from conftest import FIXTURES, live, read_csv
 
 live("msprobe")
 MSPROBE = os.path.join(os.path.dirname(sys.executable), "msprobe")
@@ -24,11 +23,6 @@ PAIR = FIXTURES / "quick_start_resnet50_gpu_mix_statistics"
 GOLDEN_V833 = FIXTURES / "golden_compare_outputs_mstt" / "quickstart_step0_vs_step1_summary" / "compare_result.csv"
 STATS = ["Max diff", "Min diff", "Mean diff", "L2norm diff", "NPU max", "NPU min", "NPU mean", "NPU l2norm",
          "Bench max", "Bench min", "Bench mean", "Bench l2norm"]
-
-
-def read_csv(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")
