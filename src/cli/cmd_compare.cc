@@ -119,10 +119,7 @@ class CompareCommand : public Subcommand {
     golden_ = in.golden;
     stack_ = stack_ || in.stack;
     // Command-line mapping options win over the file's.
-    if (mapping_.data_mapping.empty()) mapping_.data_mapping = in.mappings.data_mapping;
-    if (!mapping_.cell_mapping) mapping_.cell_mapping = in.mappings.cell_mapping;
-    if (!mapping_.api_mapping) mapping_.api_mapping = in.mappings.api_mapping;
-    if (!mapping_.layer_mapping) mapping_.layer_mapping = in.mappings.layer_mapping;
+    mapping_.fill_unset_from(in.mappings);
   }
 
   void report(const CompareReport& rep, double secs) {

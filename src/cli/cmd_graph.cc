@@ -46,10 +46,7 @@ class GraphCommand : public Subcommand {
       CompareInput in = parse_compare_input(std::string_view(f.data(), f.size()), input_, true);
       if (target_.empty()) target_ = in.target;
       if (golden_.empty()) golden_ = in.golden;
-      if (mapping_.data_mapping.empty()) mapping_.data_mapping = in.mappings.data_mapping;
-      if (!mapping_.cell_mapping) mapping_.cell_mapping = in.mappings.cell_mapping;
-      if (!mapping_.api_mapping) mapping_.api_mapping = in.mappings.api_mapping;
-      if (!mapping_.layer_mapping) mapping_.layer_mapping = in.mappings.layer_mapping;
+      mapping_.fill_unset_from(in.mappings);
       if (in.parallel_merge) {
         opt.notes.push_back(
             "parallel_merge (msprobe's TP/PP/VPP shard merge) is not supported: each rank is its "

@@ -76,8 +76,7 @@ void finding(std::string& out, const PairResult& p, const FirstDivergence& f) {
   out += '}';
 }
 
-}  // namespace
-
+// numprobe_meta "findings" of a compare (docs/graph.md).
 std::string findings_json(const CompareReport& rep) {
   std::string out = "{";
   std::set<std::string> seen;
@@ -112,6 +111,8 @@ std::string findings_json(const CompareReport& rep) {
   }
   return out + '}';
 }
+
+}  // namespace
 
 GraphRunResult run_graph(const GraphRunOptions& opt) {
   GraphRunResult res;

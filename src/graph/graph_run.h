@@ -30,7 +30,4 @@ struct GraphRunResult {
 
 GraphRunResult run_graph(const GraphRunOptions& opt);
 
-// numprobe_meta "findings" of a compare (docs/graph.md).
-std::string findings_json(const CompareReport& rep);
-
 }  // namespace numprobe::graph

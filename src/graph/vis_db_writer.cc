@@ -138,8 +138,7 @@ std::string tool_tip_json(CompareMode m) {
   }
 }
 
-}  // namespace
-
+// msprobe's colour bins of a mode, as tb_config.node_colors JSON.
 std::string node_colors_json(CompareMode mode) {
   static const char* kColors[] = {"#FFFCF3", "#FFEDBE", "#FFDC7F", "#FFC62E", "#FF704D"};
   std::string out = "{";
@@ -173,6 +172,8 @@ std::string node_colors_json(CompareMode mode) {
   bin("#C7C7C7", "[]", "the node has no partner in the other graph");
   return out + '}';
 }
+
+}  // namespace
 
 namespace {
 

@@ -20,7 +20,4 @@ struct VisDbContent {
 // file. Throws Error naming the file on any SQLite or I/O failure.
 void write_vis_db(const std::string& path, const VisDbContent& content);
 
-// msprobe's colour bins of a mode, as tb_config.node_colors JSON.
-std::string node_colors_json(CompareMode mode);
-
 }  // namespace numprobe::graph

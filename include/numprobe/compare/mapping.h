@@ -58,6 +58,14 @@ std::vector<LayerRule> parse_layer_mapping(std::string_view text, const std::str
 struct MappingOptions {
   std::string data_mapping;
   std::optional<std::string> cell_mapping, api_mapping, layer_mapping;
+  // Takes each option this one leaves unset from `other` (command-line flags win over the ones a
+  // compare.json names).
+  void fill_unset_from(const MappingOptions& other) {
+    if (data_mapping.empty()) data_mapping = other.data_mapping;
+    if (!cell_mapping) cell_mapping = other.cell_mapping;
+    if (!api_mapping) api_mapping = other.api_mapping;
+    if (!layer_mapping) layer_mapping = other.layer_mapping;
+  }
 };
 // Reads and checks the files named. Throws InputError for unreadable or malformed files and Error
 // for combinations that cannot be honoured (-lm with another mapping).
