@@ -66,7 +66,10 @@ async function selected(page, side) {
   return page.$eval(`#pane-${side}`, (p) => p.querySelector(".row.selected")?.dataset.name ?? null);
 }
 
+// Clears the page's "selected" mark first: a selection still in flight from an earlier step must
+// not satisfy a wait for this search's selection (the panel would then show the earlier node).
 async function search(page, q) {
+  await page.evaluate(() => { delete document.body.dataset.selected; });
   await page.fill("#search", q);
   await page.press("#search", "Enter");
 }

@@ -65,6 +65,7 @@ function showHits(title: string, side: Side, hits: Hit[], truncated: boolean): v
 
 async function search(q: string): Promise<void> {
   if (!q) return;
+  ++selectSeq;  // a selection still loading from before this search is stale now
   let side: Side = "target";
   let r = await api.search(graph, side, q);
   if (!r.results.length && hasGolden()) {
