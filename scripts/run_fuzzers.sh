@@ -25,6 +25,7 @@ seeds_for() {
     safetensors_fuzz) echo "$root/tests/fuzz/seeds/safetensors" ;;
     config_pack_fuzz) echo "$root/tests/fuzz/seeds/config_pack" ;;
     vis_db_fuzz) echo "$root/tests/fuzz/seeds/vis_db $fx/golden_graph_mstt" ;;
+    shard_summary_fuzz) echo "$root/tests/fuzz/seeds/shard_summary" ;;
     *) echo "" ;;
   esac
 }

@@ -19,6 +19,8 @@ PACKAGES=(
   libtorch-dev python3-torch python3-torchvision pybind11-dev python3-dev
   # headless browser for the viewer checks (tb-graph-ascend), driven by Playwright
   chromium
+  # mpirun for the sharded compare's launcher test (compare --shard auto --merge under MPI)
+  openmpi-bin
 )
 
 missing=()

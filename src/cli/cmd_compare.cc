@@ -2,13 +2,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <thread>
 
 #include "base/file_util.h"
 #include "base/mapped_file.h"
+#include "cli/merge_report.h"
 #include "cli/subcommand.h"
 #include "compare/compare_xlsx.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/mapping.h"
+#include "numprobe/compare/shard.h"
 #include "numprobe/error.h"
 
 namespace fs = std::filesystem;
@@ -53,6 +57,16 @@ class CompareCommand : public Subcommand {
         {"-lm,--layer-mapping",
          "-lm: pair by layer scope (construct.json/stack.json); optional yaml of scope renames",
          Flag::kOptionalString, &mapping_.layer_mapping},
+        {"--shard",
+         "K/N: compare only shard K of N of the ranks (1-based), into <out>/shard-K-of-N; 'auto' "
+         "reads Slurm / MPI / torchrun variables (docs/scale.md)",
+         Flag::kString, &shard_},
+        {"--merge",
+         "with --shard: shard 1 waits for the other shards' summaries under <out> and merges them "
+         "into <out>/summary.json",
+         Flag::kBool, &merge_},
+        {"--merge-timeout", "seconds shard 1 waits for the others with --merge (default 3600)",
+         Flag::kInt, &merge_timeout_},
     };
   }
 
@@ -61,26 +75,15 @@ class CompareCommand : public Subcommand {
     if (target_.empty() || golden_.empty()) {
       throw Error("give -t <target> and -g <golden>, or -i compare.json");
     }
+    if (merge_ && shard_.empty()) throw Error("--merge goes with --shard");
     auto t0 = std::chrono::steady_clock::now();
     const CompareMappings mappings = load_compare_mappings(mapping_);
+    if (!shard_.empty()) return run_shard(mappings.any() ? &mappings : nullptr);
     CompareReport rep = compare_dumps(target_, golden_, 0, mappings.any() ? &mappings : nullptr);
-    fs::create_directories(out_);
-    for (const PairResult& p : rep.pairs) {
-      std::string path = out_ + "/compare_result_" + label(p.target_where);
-      write_compare_csv(path + ".csv", p, stack_);
-      if (xlsx_) write_compare_xlsx(path + ".xlsx", p, stack_);
-      if (mappings.layer) {
-        // What msprobe writes for -lm, so that its compare can rerun the pairing with -dm.
-        const std::string l = label(p.target_where);
-        base::write_file_atomic(out_ + "/api_mapping_" + l + ".yaml",
-                                render_mapping_yaml(p.generated_mappings.api));
-        base::write_file_atomic(out_ + "/data_mapping_" + l + ".yaml",
-                                render_mapping_yaml(p.generated_mappings.data));
-      }
-    }
+    write_tables(rep, out_, mappings.layer);
     base::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    report(rep, secs);
+    report(rep, secs, out_, true);
     if (report_coverage(rep) == Coverage::kNothingCompared) {
       // Written files say so too (summary.json "coverage"); a script must not read this as clean.
       fprintf(stderr, "numprobe compare: nothing compared: %s\n",
@@ -92,6 +95,97 @@ class CompareCommand : public Subcommand {
   }
 
  private:
+  // One shard of the ranks (shard.h): its tables and its summary under <out>/shard-K-of-N.
+  int run_shard(const CompareMappings* mappings) {
+    const ShardSpec spec = resolve_shard(shard_);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string dir = out_ + "/" + shard_dir_name(spec.index, spec.count);
+    fs::create_directories(dir);
+    // A rerun that fails must not leave the previous run's summary to be merged.
+    fs::remove(dir + "/summary.json");
+    const ComparePlan plan = plan_compare(target_, golden_);
+    ShardInfo info{spec,
+                   target_,
+                   golden_,
+                   plan_units(plan),
+                   plan.pairs.size(),
+                   plan.problems.size(),
+                   shard_pairs(plan, spec)};
+    const auto [first, end] = shard_unit_range(info.units.size(), spec.index, spec.count);
+    printf("shard %d/%d (%s): %s of %zu, %zu (step, rank) pair%s\n", spec.index, spec.count,
+           spec.source.c_str(), describe_units(info.units, first, end).c_str(), info.units.size(),
+           info.pair_index.size(), info.pair_index.size() == 1 ? "" : "s");
+    CompareReport rep = compare_plan(plan, info.pair_index, 0, mappings);
+    write_tables(rep, dir, mappings && mappings->layer);
+    base::write_file_atomic(dir + "/summary.json", render_shard_summary_json(rep, info));
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report(rep, secs, dir, false);
+    int rc = 0;
+    if (!rep.pairs.empty() && report_coverage(rep) == Coverage::kNothingCompared) {
+      fprintf(stderr, "numprobe compare: shard %d/%d: nothing compared\n", spec.index, spec.count);
+      rc = 1;
+    }
+    if (merge_ && spec.index == 1) {
+      const int m = merge_when_done(spec);
+      if (rc == 0) rc = m;
+    }
+    return rc;
+  }
+
+  // Shard 1 with --merge: waits until every shard of this run has written its summary (or the
+  // timeout passes: the merge then reports the missing ones), and merges them into <out>.
+  int merge_when_done(const ShardSpec& spec) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto deadline = t0 + std::chrono::seconds(merge_timeout_);
+    std::vector<std::optional<ShardSummaryFile>> got(static_cast<size_t>(spec.count));
+    for (;;) {
+      size_t have = 0;
+      for (int k = 1; k <= spec.count; ++k) {
+        auto& slot = got[static_cast<size_t>(k - 1)];
+        const fs::path p = fs::path(out_) / shard_dir_name(k, spec.count) / "summary.json";
+        std::error_code ec;
+        if (!slot && fs::is_regular_file(p, ec)) {
+          ShardSummaryFile f = read_shard_summary(p);
+          // An earlier run's summary (another job id) is not this run's: wait for the new one.
+          if (spec.run.empty() || read_shard_spec(f).run == spec.run) slot = std::move(f);
+        }
+        have += slot.has_value();
+      }
+      const bool late = std::chrono::steady_clock::now() >= deadline;
+      if (have == got.size() || late) {
+        if (late)
+          fprintf(stderr, "numprobe compare: --merge: %zu of %d shards after %lld s\n", have,
+                  spec.count, static_cast<long long>(merge_timeout_));
+        std::vector<ShardSummaryFile> files;
+        for (auto& f : got)
+          if (f) files.push_back(std::move(*f));
+        const MergeResult r = merge_shard_summaries(files);
+        const double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return write_merged_summary(r, out_, secs);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  void write_tables(const CompareReport& rep, const std::string& dir, bool layer_mapping) {
+    fs::create_directories(dir);
+    for (const PairResult& p : rep.pairs) {
+      std::string path = dir + "/compare_result_" + label(p.target_where);
+      write_compare_csv(path + ".csv", p, stack_);
+      if (xlsx_) write_compare_xlsx(path + ".xlsx", p, stack_);
+      if (layer_mapping) {
+        // What msprobe writes for -lm, so that its compare can rerun the pairing with -dm.
+        const std::string l = label(p.target_where);
+        base::write_file_atomic(dir + "/api_mapping_" + l + ".yaml",
+                                render_mapping_yaml(p.generated_mappings.api));
+        base::write_file_atomic(dir + "/data_mapping_" + l + ".yaml",
+                                render_mapping_yaml(p.generated_mappings.data));
+      }
+    }
+  }
+
   // The two innermost frames outside the dump tool itself (msprobe's hook frames come first).
   static void print_user_frames(const StackTable& st, const std::string& entry) {
     const auto* frames = st.frames_of(entry);
@@ -122,7 +216,8 @@ class CompareCommand : public Subcommand {
     mapping_.fill_unset_from(in.mappings);
   }
 
-  void report(const CompareReport& rep, double secs) {
+  // `origins`: false for a shard, whose ranks are only some of the job's (merge orders them all).
+  void report(const CompareReport& rep, double secs, const std::string& dir, bool origins) {
     for (const PairResult& p : rep.pairs) {
       printf(
           "%s (%s mode): %zu rows · %zu matched · %zu pass · %zu warning · %zu error · "
@@ -160,6 +255,7 @@ class CompareCommand : public Subcommand {
       if (p.target.stack) print_user_frames(*p.target.stack, f.entry);
     }
     for (const CrossRankOrigin& o : rep.origins) {
+      if (!origins) break;
       size_t ranks = 0;
       for (const PairResult& p : rep.pairs) ranks += p.target_where.step == o.step;
       if (ranks < 2 || o.pair < 0) continue;
@@ -186,12 +282,13 @@ class CompareCommand : public Subcommand {
                  p.target_where.dir.c_str());
       }
     }
-    printf("wrote %s/summary.json and %zu csv%s file(s) in %.3f s\n", out_.c_str(),
-           rep.pairs.size(), xlsx_ ? " + xlsx" : "", secs);
+    printf("wrote %s/summary.json and %zu csv%s file(s) in %.3f s\n", dir.c_str(), rep.pairs.size(),
+           xlsx_ ? " + xlsx" : "", secs);
   }
 
-  std::string target_, golden_, input_, out_;
-  bool stack_ = false, xlsx_ = false;
+  std::string target_, golden_, input_, out_, shard_;
+  bool stack_ = false, xlsx_ = false, merge_ = false;
+  int64_t merge_timeout_ = 3600;
   MappingOptions mapping_;
 };
 

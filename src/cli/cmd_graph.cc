@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/mapped_file.h"
+#include "cli/merge_report.h"
 #include "cli/subcommand.h"
 #include "graph/graph_run.h"
 #include "numprobe/compare.h"
@@ -36,6 +37,11 @@ class GraphCommand : public Subcommand {
          Flag::kOptionalString, &mapping_.api_mapping},
         {"-lm,--layer-mapping", "-lm: pair by layer scope; optional yaml of scope renames",
          Flag::kOptionalString, &mapping_.layer_mapping},
+        {"--shard",
+         "K/N: build only shard K of N of the ranks (1-based) into "
+         "<out>/shard-K-of-N/graph.vis.db; "
+         "'auto' reads Slurm / MPI / torchrun variables; numprobe merge joins them",
+         Flag::kString, &shard_},
     };
   }
 
@@ -64,6 +70,12 @@ class GraphCommand : public Subcommand {
     opt.golden = golden_;
     opt.out = out_;
     opt.mappings = mappings.any() ? &mappings : nullptr;
+    ShardSpec spec;
+    if (!shard_.empty()) {
+      spec = resolve_shard(shard_);
+      opt.shard = &spec;
+      printf("numprobe graph: shard %d/%d (%s)\n", spec.index, spec.count, spec.source.c_str());
+    }
     const graph::GraphRunResult res = graph::run_graph(opt);
     printf("numprobe graph: %zu graph(s), %zu nodes -> %s (%.2f s %s, %.2f s writing)\n",
            res.graphs, res.nodes, res.path.c_str(), res.compare_s,
@@ -78,7 +90,8 @@ class GraphCommand : public Subcommand {
       }
     }
     printf("view it: numprobe serve %s\n", res.path.c_str());
-    if (!golden_.empty() && report_coverage(res.report) == Coverage::kNothingCompared) {
+    if (!golden_.empty() && !res.report.pairs.empty() &&
+        report_coverage(res.report) == Coverage::kNothingCompared) {
       fprintf(stderr,
               "numprobe graph: nothing compared: no row of the target pairs with a row of "
               "the golden (every node is grey)\n");
@@ -88,7 +101,7 @@ class GraphCommand : public Subcommand {
   }
 
  private:
-  std::string target_, golden_, input_, out_;
+  std::string target_, golden_, input_, out_, shard_;
   MappingOptions mapping_;
 };
 

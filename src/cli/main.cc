@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   commands.push_back(numprobe::cli::make_recover_command());
   commands.push_back(numprobe::cli::make_rewrite_command());
   commands.push_back(numprobe::cli::make_compare_command());
+  commands.push_back(numprobe::cli::make_merge_command());
   commands.push_back(numprobe::cli::make_graph_command());
   commands.push_back(numprobe::cli::make_serve_command());
   commands.push_back(numprobe::cli::make_ckpt_compare_command());

@@ -37,6 +37,7 @@ std::unique_ptr<Subcommand> make_stats_command();
 std::unique_ptr<Subcommand> make_recover_command();
 std::unique_ptr<Subcommand> make_rewrite_command();
 std::unique_ptr<Subcommand> make_compare_command();
+std::unique_ptr<Subcommand> make_merge_command();
 std::unique_ptr<Subcommand> make_graph_command();
 std::unique_ptr<Subcommand> make_serve_command();
 std::unique_ptr<Subcommand> make_ckpt_compare_command();

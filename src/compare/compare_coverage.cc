@@ -1,3 +1,4 @@
+#include "compare/summary_writer.h"
 #include "numprobe/compare.h"
 
 namespace numprobe {
@@ -20,15 +21,21 @@ Coverage pair_coverage(const PairResult& p) {
   return Coverage::kCompared;
 }
 
-Coverage report_coverage(const CompareReport& rep) {
+Coverage combine_coverage(const std::vector<Coverage>& pairs) {
   bool any_compared = false, all_compared = true;
-  for (const PairResult& p : rep.pairs) {
-    const Coverage c = pair_coverage(p);
+  for (const Coverage c : pairs) {
     any_compared = any_compared || c != Coverage::kNothingCompared;
     all_compared = all_compared && c == Coverage::kCompared;
   }
   if (!any_compared) return Coverage::kNothingCompared;
   return all_compared ? Coverage::kCompared : Coverage::kMostlyUnmatched;
+}
+
+Coverage report_coverage(const CompareReport& rep) {
+  std::vector<Coverage> pairs;
+  pairs.reserve(rep.pairs.size());
+  for (const PairResult& p : rep.pairs) pairs.push_back(pair_coverage(p));
+  return combine_coverage(pairs);
 }
 
 }  // namespace numprobe

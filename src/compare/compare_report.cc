@@ -4,7 +4,9 @@
 #include "base/csv.h"
 #include "base/file_util.h"
 #include "base/py_json_writer.h"
+#include "compare/summary_writer.h"
 #include "numprobe/compare.h"
+#include "numprobe/compare/shard.h"
 
 namespace numprobe {
 namespace {
@@ -348,92 +350,112 @@ void write_suspect(base::PyJsonWriter& w, const PairResult& p, const FirstDiverg
 
 }  // namespace
 
-std::string render_summary_json(const CompareReport& rep) {
+void write_pair_summary(base::PyJsonWriter& w, const PairResult& p) {
+  w.begin_object();
+  w.key("step");
+  w.int_value(p.target_where.step);
+  w.key("rank");
+  w.int_value(p.target_where.rank);
+  w.key("target");
+  w.string_value(p.target_where.dump_json);
+  w.key("golden");
+  w.string_value(p.golden_where.dump_json);
+  auto count = [&](const char* k, size_t v) {
+    w.key(k);
+    w.int_value(static_cast<int64_t>(v));
+  };
+  count("rows", p.rows.size());
+  count("matched", p.matched);
+  count("pass", p.pass);
+  count("warning", p.warning);
+  count("error", p.error);
+  count("unmatched_target", p.unmatched_target);
+  count("unmatched_golden", p.unmatched_golden);
+  w.key("coverage");
+  w.string_value(coverage_name(pair_coverage(p)));
+  w.key("regime");
+  w.string_value(p.regime);
+  w.key("first_divergence");
+  if (!p.first_divergence) {
+    w.null_value();
+  } else {
+    write_suspect(w, p, *p.first_divergence);
+  }
+  w.key("suspects");
+  w.begin_array();
+  for (const FirstDivergence& f : p.suspects) write_suspect(w, p, f);
+  w.end_array();
+  w.end_object();
+}
+
+std::string render_summary(const SummaryLayout& s) {
   std::string out;
   base::PyJsonWriter w(out, 1, 0);
   w.begin_object();
   w.key("mode");
-  w.string_value(rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode));
+  w.string_value(s.mode);
   w.key("coverage");
-  w.string_value(coverage_name(report_coverage(rep)));
+  w.string_value(coverage_name(s.coverage));
   w.key("pairs");
   w.begin_array();
-  for (const PairResult& p : rep.pairs) {
-    w.begin_object();
-    w.key("step");
-    w.int_value(p.target_where.step);
-    w.key("rank");
-    w.int_value(p.target_where.rank);
-    w.key("target");
-    w.string_value(p.target_where.dump_json);
-    w.key("golden");
-    w.string_value(p.golden_where.dump_json);
-    auto count = [&](const char* k, size_t v) {
-      w.key(k);
-      w.int_value(static_cast<int64_t>(v));
-    };
-    count("rows", p.rows.size());
-    count("matched", p.matched);
-    count("pass", p.pass);
-    count("warning", p.warning);
-    count("error", p.error);
-    count("unmatched_target", p.unmatched_target);
-    count("unmatched_golden", p.unmatched_golden);
-    w.key("coverage");
-    w.string_value(coverage_name(pair_coverage(p)));
-    w.key("regime");
-    w.string_value(p.regime);
-    w.key("first_divergence");
-    if (!p.first_divergence) {
-      w.null_value();
-    } else {
-      write_suspect(w, p, *p.first_divergence);
-    }
-    w.key("suspects");
-    w.begin_array();
-    for (const FirstDivergence& f : p.suspects) write_suspect(w, p, f);
-    w.end_array();
-    w.end_object();
-  }
+  s.pairs(w);
   w.end_array();
   w.key("origins");
   w.begin_array();
-  for (const CrossRankOrigin& o : rep.origins) {
+  for (const CrossRankOrigin& o : s.origins) {
     w.begin_object();
     w.key("step");
     w.int_value(o.step);
-    const PairResult* origin = o.pair >= 0 ? &rep.pairs[static_cast<size_t>(o.pair)] : nullptr;
+    const PairDivergence* origin =
+        o.pair >= 0 ? &s.divergences[static_cast<size_t>(o.pair)] : nullptr;
     w.key("rank");
-    if (origin && origin->target_where.rank >= 0)
-      w.int_value(origin->target_where.rank);
+    if (origin && origin->rank >= 0)
+      w.int_value(origin->rank);
     else
       w.null_value();
     w.key("entry");
     if (origin)
-      w.string_value(origin->first_divergence->entry);
+      w.string_value(origin->entry);
     else
       w.null_value();
     w.key("reason");
     if (origin)
-      w.string_value(o.collective_itself ? "collective_diverges"
-                                         : origin->first_divergence->reason);
+      w.string_value(o.collective_itself ? "collective_diverges" : origin->reason);
     else
       w.null_value();
     w.key("collectives_before");
     w.int_value(static_cast<int64_t>(o.collectives_before));
     w.key("received_by");
     w.begin_array();
-    for (int64_t i : o.received) w.int_value(rep.pairs[static_cast<size_t>(i)].target_where.rank);
+    for (int64_t i : o.received) w.int_value(s.divergences[static_cast<size_t>(i)].rank);
     w.end_array();
     w.end_object();
   }
   w.end_array();
   w.key("problems");
   w.begin_array();
-  for (const auto& s : rep.problems) w.string_value(s);
+  for (const auto& problem : s.problems) w.string_value(problem);
   w.end_array();
+  if (s.extra) s.extra(w);
   w.end_object();
   return out;
+}
+
+std::string render_summary_json(const CompareReport& rep) {
+  // The origins name their pairs' rank, entry and reason: collectives need not be counted again.
+  std::vector<PairDivergence> divergences;
+  divergences.reserve(rep.pairs.size());
+  for (const PairResult& p : rep.pairs) divergences.push_back(pair_divergence(p, false));
+  SummaryLayout s{rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode),
+                  report_coverage(rep),
+                  [&](base::PyJsonWriter& w) {
+                    for (const PairResult& p : rep.pairs) write_pair_summary(w, p);
+                  },
+                  rep.origins,
+                  divergences,
+                  rep.problems,
+                  nullptr};
+  return render_summary(s);
 }
 
 }  // namespace numprobe

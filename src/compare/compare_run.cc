@@ -16,6 +16,7 @@
 #include "format/tensor_file.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/mapping.h"
+#include "numprobe/compare/shard.h"
 #include "numprobe/error.h"
 
 namespace numprobe {
@@ -273,18 +274,12 @@ size_t collectives_before(const PairResult& p) {
   return n;
 }
 
-}  // namespace
-
-namespace {
-
 // A step that follows one where the runs already differed starts with parameters (and optimizer
 // state) that carry that difference: it is judged without the bit-identical assumption.
+// Invariant relied on by sharding (shard.h): only pairs of the same rank unit are chained.
 void chain_steps(CompareReport& report) {
   std::map<std::string, std::vector<PairResult*>> by_rank;
-  for (PairResult& p : report.pairs) {
-    const RankLocation& w = p.target_where;
-    by_rank[w.rank >= 0 ? std::to_string(w.rank) : std::string()].push_back(&p);
-  }
+  for (PairResult& p : report.pairs) by_rank[rank_unit(p.target_where)].push_back(&p);
   for (auto& [rank, pairs] : by_rank) {
     std::stable_sort(pairs.begin(), pairs.end(), [](const PairResult* a, const PairResult* b) {
       return a->target_where.step < b->target_where.step;
@@ -298,67 +293,111 @@ void chain_steps(CompareReport& report) {
 
 }  // namespace
 
-void find_cross_rank_origins(CompareReport& report) {
+PairDivergence pair_divergence(const PairResult& p, bool count_collectives) {
+  PairDivergence d;
+  d.step = p.target_where.step;
+  d.rank = p.target_where.rank;
+  if (!p.first_divergence) return d;
+  d.diverged = true;
+  d.entry = p.first_divergence->entry;
+  d.reason = p.first_divergence->reason;
+  if (count_collectives) d.collectives_before = collectives_before(p);
+  return d;
+}
+
+std::vector<CrossRankOrigin> order_cross_rank_origins(const std::vector<PairDivergence>& pairs) {
+  std::vector<CrossRankOrigin> origins;
   std::map<int64_t, std::vector<size_t>> by_step;
-  for (size_t i = 0; i < report.pairs.size(); ++i)
-    if (report.pairs[i].first_divergence) by_step[report.pairs[i].target_where.step].push_back(i);
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (pairs[i].diverged) by_step[pairs[i].step].push_back(i);
   for (const auto& [step, idx] : by_step) {
     CrossRankOrigin o;
     o.step = step;
     for (size_t i : idx) {
-      const PairResult& p = report.pairs[i];
-      const std::string& entry = p.first_divergence->entry;
-      if (entry.rfind("Distributed.", 0) == 0) {
+      const PairDivergence& p = pairs[i];
+      if (p.entry.rfind("Distributed.", 0) == 0) {
         o.received.push_back(static_cast<int64_t>(i));
         continue;
       }
-      const size_t collectives = collectives_before(p);
-      const bool better =
-          o.pair < 0 || collectives < o.collectives_before ||
-          (collectives == o.collectives_before &&
-           p.target_where.rank < report.pairs[static_cast<size_t>(o.pair)].target_where.rank);
+      const bool better = o.pair < 0 || p.collectives_before < o.collectives_before ||
+                          (p.collectives_before == o.collectives_before &&
+                           p.rank < pairs[static_cast<size_t>(o.pair)].rank);
       if (better) {
         o.pair = static_cast<int64_t>(i);
-        o.collectives_before = collectives;
+        o.collectives_before = p.collectives_before;
       }
     }
     if (o.pair < 0) {
       // Diverged in a collective on every rank while its inputs agreed: the communication op.
       for (int64_t i : o.received) {
-        const PairResult& p = report.pairs[static_cast<size_t>(i)];
         if (o.pair < 0 ||
-            p.target_where.rank < report.pairs[static_cast<size_t>(o.pair)].target_where.rank)
+            pairs[static_cast<size_t>(i)].rank < pairs[static_cast<size_t>(o.pair)].rank)
           o.pair = i;
       }
       o.collective_itself = true;
-      o.collectives_before = collectives_before(report.pairs[static_cast<size_t>(o.pair)]);
+      o.collectives_before = pairs[static_cast<size_t>(o.pair)].collectives_before;
     }
-    report.origins.push_back(std::move(o));
+    origins.push_back(std::move(o));
   }
+  return origins;
 }
 
-CompareReport compare_dumps(const std::string& target, const std::string& golden, unsigned threads,
-                            const CompareMappings* mappings) {
+void find_cross_rank_origins(CompareReport& report) {
+  std::vector<PairDivergence> pairs;
+  pairs.reserve(report.pairs.size());
+  for (const PairResult& p : report.pairs) pairs.push_back(pair_divergence(p, true));
+  report.origins = order_cross_rank_origins(pairs);
+}
+
+std::string rank_unit(const RankLocation& l) {
+  return l.rank >= 0 ? std::to_string(l.rank) : std::string();
+}
+
+ComparePlan plan_compare(const std::string& target, const std::string& golden) {
   std::vector<RankLocation> t = find_rank_dumps(target), g = find_rank_dumps(golden);
-  CompareReport report;
-  std::vector<std::pair<RankLocation, RankLocation>> todo;
+  ComparePlan plan;
   if (t.size() == 1 && g.size() == 1) {
-    todo.emplace_back(t[0], g[0]);
-  } else {
-    std::map<std::string, RankLocation> golden_by_key;
-    const auto gk = rank_keys(g), tk = rank_keys(t);
-    for (size_t i = 0; i < g.size(); ++i) golden_by_key.emplace(gk[i], g[i]);
-    for (size_t i = 0; i < t.size(); ++i) {
-      const RankLocation& l = t[i];
-      auto it = golden_by_key.find(tk[i]);
-      if (it == golden_by_key.end()) {
-        report.problems.push_back("only in target: " + l.dir);
-        continue;
-      }
-      todo.emplace_back(l, it->second);
-      golden_by_key.erase(it);
+    plan.pairs.emplace_back(t[0], g[0]);
+    return plan;
+  }
+  std::map<std::string, RankLocation> golden_by_key;
+  const auto gk = rank_keys(g), tk = rank_keys(t);
+  for (size_t i = 0; i < g.size(); ++i) golden_by_key.emplace(gk[i], g[i]);
+  for (size_t i = 0; i < t.size(); ++i) {
+    const RankLocation& l = t[i];
+    auto it = golden_by_key.find(tk[i]);
+    if (it == golden_by_key.end()) {
+      plan.problems.push_back("only in target: " + l.dir);
+      continue;
     }
-    for (const auto& [k, l] : golden_by_key) report.problems.push_back("only in golden: " + l.dir);
+    plan.pairs.emplace_back(l, it->second);
+    golden_by_key.erase(it);
+  }
+  for (const auto& [k, l] : golden_by_key) plan.problems.push_back("only in golden: " + l.dir);
+  return plan;
+}
+
+std::vector<std::string> pair_problems(const PairResult& p) {
+  // A side file that exists but cannot be read (a truncated stack.json, say) leaves its columns
+  // N/A: the report says why. A missing one is normal (construct.json at L1) and is not listed.
+  std::vector<std::string> out;
+  for (const auto* side : {&p.target, &p.golden}) {
+    for (const std::string& problem : side->problems) {
+      if (problem.size() < 8 || problem.compare(problem.size() - 8, 8, " missing") != 0)
+        out.push_back((side == &p.target ? "target: " : "golden: ") + problem);
+    }
+  }
+  return out;
+}
+
+CompareReport compare_plan(const ComparePlan& plan, const std::vector<size_t>& which,
+                           unsigned threads, const CompareMappings* mappings) {
+  CompareReport report;
+  report.problems = plan.problems;
+  std::vector<const std::pair<RankLocation, RankLocation>*> todo;
+  for (size_t i : which) {
+    if (i >= plan.pairs.size()) throw Error("compare: pair index out of the plan's range");
+    todo.push_back(&plan.pairs[i]);
   }
   // Pairs are independent: each worker loads and compares whole pairs. An exception in a worker
   // is rethrown here (the first one, in pair order).
@@ -374,7 +413,7 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
     constexpr uintmax_t kWorthThreads = uintmax_t{16} << 20;
     std::error_code ec;
     uintmax_t bytes = 0;
-    for (const RankLocation* l : {&todo[i].first, &todo[i].second}) {
+    for (const RankLocation* l : {&todo[i]->first, &todo[i]->second}) {
       const uintmax_t b = std::filesystem::file_size(l->dump_json, ec);
       if (!ec) bytes += b;
     }
@@ -385,13 +424,13 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
       try {
         const unsigned per_pair = threads_for(i);
         PairResult& p = report.pairs[i];
-        p.target_where = todo[i].first;
-        p.golden_where = todo[i].second;
+        p.target_where = todo[i]->first;
+        p.golden_where = todo[i]->second;
         parallel_for(2, per_pair, [&](size_t side) {
           if (side == 0) {
-            p.target = load_rank_dump(todo[i].first);
+            p.target = load_rank_dump(todo[i]->first);
           } else {
-            p.golden = load_rank_dump(todo[i].second);
+            p.golden = load_rank_dump(todo[i]->second);
           }
         });
         compare_pair(p, mappings, per_pair);
@@ -403,19 +442,20 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
   parallel_for(n_workers, static_cast<unsigned>(n_workers), [&](size_t) { work(); });
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
-  // A side file that exists but cannot be read (a truncated stack.json, say) leaves its columns
-  // N/A: the report says why. A missing one is normal (construct.json at L1) and is not listed.
   for (const PairResult& p : report.pairs) {
-    for (const auto* side : {&p.target, &p.golden}) {
-      for (const std::string& problem : side->problems) {
-        if (problem.size() < 8 || problem.compare(problem.size() - 8, 8, " missing") != 0)
-          report.problems.push_back((side == &p.target ? "target: " : "golden: ") + problem);
-      }
-    }
+    for (std::string& problem : pair_problems(p)) report.problems.push_back(std::move(problem));
   }
   chain_steps(report);
   find_cross_rank_origins(report);
   return report;
+}
+
+CompareReport compare_dumps(const std::string& target, const std::string& golden, unsigned threads,
+                            const CompareMappings* mappings) {
+  const ComparePlan plan = plan_compare(target, golden);
+  std::vector<size_t> all(plan.pairs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return compare_plan(plan, all, threads, mappings);
 }
 
 }  // namespace numprobe

@@ -8,6 +8,7 @@
 #include "base/file_util.h"
 #include "base/py_json_writer.h"
 #include "graph/graph_pair.h"
+#include "graph/vis_db_merge.h"
 #include "graph/vis_db_writer.h"
 #include "numprobe/dump_tree.h"
 #include "numprobe/error.h"
@@ -122,16 +123,32 @@ GraphRunResult run_graph(const GraphRunOptions& opt) {
   VisDbContent content;
   content.compare = compare;
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> units;  // with a shard: every rank unit of the job
   if (compare) {
-    res.report = compare_dumps(opt.target, opt.golden, opt.threads, opt.mappings);
+    if (opt.shard) {
+      const ComparePlan plan = plan_compare(opt.target, opt.golden);
+      units = plan_units(plan);
+      res.report = compare_plan(plan, shard_pairs(plan, *opt.shard), opt.threads, opt.mappings);
+    } else {
+      res.report = compare_dumps(opt.target, opt.golden, opt.threads, opt.mappings);
+    }
     for (const std::string& p : res.report.problems) res.notes.push_back(p);
-    if (res.report.pairs.empty())
+    if (res.report.pairs.empty() && !opt.shard)
       throw Error("graph: no (step, rank) of " + opt.target + " pairs with one of " + opt.golden);
-    content.mode = res.report.pairs.front().mode;
+    if (!res.report.pairs.empty()) content.mode = res.report.pairs.front().mode;
     for (const PairResult& p : res.report.pairs) graphs.push_back(graph_pair(p));
     content.findings_json = findings_json(res.report);
   } else {
-    for (const RankLocation& w : find_rank_dumps(opt.target)) graphs.push_back(single_graph(w));
+    std::vector<RankLocation> where = find_rank_dumps(opt.target);
+    if (opt.shard) {
+      ComparePlan plan;  // the rank units of the dumps, as a compare plan would list them
+      for (const RankLocation& w : where) plan.pairs.emplace_back(w, w);
+      units = plan_units(plan);
+      std::vector<RankLocation> mine;
+      for (size_t i : shard_pairs(plan, *opt.shard)) mine.push_back(where[i]);
+      where.swap(mine);
+    }
+    for (const RankLocation& w : where) graphs.push_back(single_graph(w));
     if (!graphs.empty()) {
       const std::string_view task = graphs.front()->target.dump->dump.task();
       content.mode = task == "md5"      ? CompareMode::kMd5
@@ -153,7 +170,14 @@ GraphRunResult run_graph(const GraphRunOptions& opt) {
   }
   res.graphs = graphs.size();
   content.notes = res.notes;
-  res.path = out_path(opt.out, compare);
+  if (opt.shard) {
+    const std::string dir = opt.out + "/" + shard_dir_name(opt.shard->index, opt.shard->count);
+    base::make_dirs(dir);
+    res.path = dir + "/graph.vis.db";
+    content.shard_json = shard_meta_json(opt.shard->index, opt.shard->count, units);
+  } else {
+    res.path = out_path(opt.out, compare);
+  }
   auto t1 = std::chrono::steady_clock::now();
   write_vis_db(res.path, content);
   res.write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

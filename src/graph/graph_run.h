@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "numprobe/compare.h"
+#include "numprobe/compare/shard.h"
 
 namespace numprobe::graph {
 
@@ -18,6 +19,8 @@ struct GraphRunOptions {
   const CompareMappings* mappings = nullptr;
   unsigned threads = 0;
   std::vector<std::string> notes;  // the caller's (an unsupported parallel_merge, ...)
+  // Build only this shard's ranks, into <out>/shard-K-of-N/graph.vis.db (docs/scale.md).
+  const ShardSpec* shard = nullptr;
 };
 
 struct GraphRunResult {

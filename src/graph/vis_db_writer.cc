@@ -359,6 +359,11 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
       bind_text(meta, 2, v);
       db.step(meta);
     }
+    if (!content.shard_json.empty()) {
+      bind_text(meta, 1, "shard");
+      bind_text(meta, 2, content.shard_json);
+      db.step(meta);
+    }
     db.exec("COMMIT");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

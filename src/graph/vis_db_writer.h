@@ -14,6 +14,7 @@ struct VisDbContent {
   bool compare = true;               // false: build graphs (target side only)
   std::vector<std::string> notes;    // numprobe_meta "notes"
   std::string findings_json = "{}";  // numprobe_meta "findings" (docs/graph.md)
+  std::string shard_json;            // numprobe_meta "shard" of a graph built as a shard, or ""
 };
 
 // Writes `path` through path + ".tmp<pid>", renamed when complete, so a reader never sees half a
