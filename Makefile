@@ -120,6 +120,7 @@ bench: build
 	build/bin/bench_compare
 	build/bin/bench_graph
 	$(PY) bench/graph_vs_msprobe.py
+	$(PY) bench/bench_shard.py
 	$(PY) bench/capture_bench.py
 	PYTHONPATH=python $(PY) bench/acc_check_bench.py
 	@$(MAKE) --no-print-directory bench-diagnosis

@@ -2,7 +2,7 @@
 collective (tests/python/test_compare_shards.py, bench/bench_shard.py).
 
 Each rank runs, per layer, linear -> gelu -> all_reduce. The golden's all_reduce sums every rank's
-gelu output. In the target, rank `fault_rank`'s gelu of layer `fault_layer` is 25 % off: that rank
+gelu output. In the target, rank `fault_rank`'s gelu of layer `fault_layer` is off (25 % by default): that rank
 diverges in the gelu (its inputs agree), every other rank first in the all_reduce (its inputs agree,
 its output does not). The cross-rank origin is (fault_rank, gelu, fault_layer collectives before)."""
 import json
@@ -18,7 +18,7 @@ def _entry(x, y):
     return {"input_args": [_leaf(x)], "input_kwargs": {}, "output": [_leaf(y)]}
 
 
-def _rank_data(ranks, rank, step, layers, fault):
+def _rank_data(ranks, rank, step, layers, fault, factor):
     """Entries of one rank at one step; fault = (rank, layer) or None."""
     data = {}
     x = [1.0 + 0.01 * r + 0.001 * step for r in range(ranks)]  # every rank's activation
@@ -26,7 +26,7 @@ def _rank_data(ranks, rank, step, layers, fault):
         lin = [v * 1.5 for v in x]
         gelu = [v * 0.75 for v in lin]
         if fault and fault[1] == layer:
-            gelu[fault[0]] *= 1.25
+            gelu[fault[0]] *= factor
         total = sum(gelu) / ranks
         data[f"Functional.linear.{layer}.forward"] = _entry(x[rank], lin[rank])
         data[f"Functional.gelu.{layer}.forward"] = _entry(lin[rank], gelu[rank])
@@ -35,8 +35,10 @@ def _rank_data(ranks, rank, step, layers, fault):
     return data
 
 
-def write_pair(root, ranks=64, steps=2, layers=8, fault_rank=37, fault_layer=3):
-    """Writes root/golden and root/target (step{s}/rank{r}/dump.json); returns (target, golden)."""
+def write_pair(root, ranks=64, steps=2, layers=8, fault_rank=37, fault_layer=3, factor=1.25):
+    """Writes root/golden and root/target (step{s}/rank{r}/dump.json); returns (target, golden).
+    `factor` scales the faulty gelu: with many ranks the all_reduce's mean dilutes it below the
+    noise floor unless it is large."""
     root = pathlib.Path(root)
     for side, fault in (("golden", None), ("target", (fault_rank, fault_layer))):
         for step in range(steps):
@@ -45,6 +47,6 @@ def write_pair(root, ranks=64, steps=2, layers=8, fault_rank=37, fault_layer=3):
                 d.mkdir(parents=True, exist_ok=True)
                 doc = {"task": "statistics", "level": "L1", "framework": "pytorch",
                        "dump_data_dir": None,
-                       "data": _rank_data(ranks, rank, step, layers, fault)}
+                       "data": _rank_data(ranks, rank, step, layers, fault, factor)}
                 (d / "dump.json").write_text(json.dumps(doc, indent=1))
     return root / "target", root / "golden"

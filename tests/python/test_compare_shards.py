@@ -225,3 +225,38 @@ def test_compare_and_graph_shards_in_one_directory_merge_together(pair, unsharde
     run("graph", "-t", pair[0], "-g", pair[1], "-o", tmp_path / "plain.vis.db")
     p = run("merge", tmp_path / "plain.vis.db", "-o", tmp_path / "x", check=False)
     assert p.returncode == 1 and "not a shard's graph" in p.stderr
+
+
+def test_the_documented_slurm_array_script_simulated(pair, unsharded, tmp_path):
+    """examples/scale/compare_array.sbatch run as Slurm would run its tasks (--array=0-3): the
+    script's #SBATCH lines are comments to bash; the array variables are what sbatch sets."""
+    from conftest import ROOT
+    script = ROOT / "examples" / "scale" / "compare_array.sbatch"
+    for task in range(4):
+        env = shard_env(SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_COUNT="4",
+                        SLURM_ARRAY_TASK_MIN="0", SLURM_ARRAY_JOB_ID="99", TARGET=str(pair[0]),
+                        GOLDEN=str(pair[1]), OUT=str(tmp_path), NUMPROBE=str(CLI))
+        p = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+    run("merge", tmp_path, "-o", tmp_path)
+    assert (tmp_path / "summary.json").read_bytes() == unsharded
+
+
+def test_torchrun_workers_shard_and_merge(pair, unsharded, tmp_path):
+    """The torchrun line of docs/scale.md: numprobe as torchrun's workers (--no-python), RANK and
+    WORLD_SIZE from the launcher. Needs torch >= 2: Debian's torch 1.13 torchrun fails on Python
+    3.11 before it starts a worker (its redirects map), so that lane skips it; the torch 2.x lane
+    (NUMPROBE_REQUIRE_LIVE) must run it."""
+    import sys
+    torch = pytest.importorskip("torch")
+    if int(torch.__version__.split(".")[0]) < 2:
+        if os.environ.get("NUMPROBE_REQUIRE_LIVE"):
+            pytest.fail("the torch 2.x lane runs torch < 2")
+        pytest.skip("torchrun of torch 1.13 does not start on Python 3.11")
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                        "--no-python", str(CLI), "compare", "-t", str(pair[0]), "-g", str(pair[1]),
+                        "-o", str(tmp_path), "--shard", "auto", "--merge", "--merge-timeout", "120"],
+                       capture_output=True, text=True, env=shard_env(), timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "RANK/WORLD_SIZE" in p.stdout
+    assert (tmp_path / "summary.json").read_bytes() == unsharded
