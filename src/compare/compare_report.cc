@@ -441,11 +441,9 @@ std::string render_summary(const SummaryLayout& s) {
   return out;
 }
 
-std::string render_summary_json(const CompareReport& rep) {
-  // The origins name their pairs' rank, entry and reason: collectives need not be counted again.
-  std::vector<PairDivergence> divergences;
-  divergences.reserve(rep.pairs.size());
-  for (const PairResult& p : rep.pairs) divergences.push_back(pair_divergence(p, false));
+std::string render_report_summary(const CompareReport& rep,
+                                  const std::vector<PairDivergence>& divergences,
+                                  const std::function<void(base::PyJsonWriter&)>& extra) {
   SummaryLayout s{rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode),
                   report_coverage(rep),
                   [&](base::PyJsonWriter& w) {
@@ -454,8 +452,16 @@ std::string render_summary_json(const CompareReport& rep) {
                   rep.origins,
                   divergences,
                   rep.problems,
-                  nullptr};
+                  extra};
   return render_summary(s);
+}
+
+std::string render_summary_json(const CompareReport& rep) {
+  // The origins name their pairs' rank, entry and reason: collectives need not be counted again.
+  std::vector<PairDivergence> divergences;
+  divergences.reserve(rep.pairs.size());
+  for (const PairResult& p : rep.pairs) divergences.push_back(pair_divergence(p, false));
+  return render_report_summary(rep, divergences, nullptr);
 }
 
 }  // namespace numprobe

@@ -181,16 +181,7 @@ std::string render_shard_summary_json(const CompareReport& rep, const ShardInfo&
     w.end_array();
     w.end_object();
   };
-  SummaryLayout s{rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode),
-                  report_coverage(rep),
-                  [&](base::PyJsonWriter& w) {
-                    for (const PairResult& p : rep.pairs) write_pair_summary(w, p);
-                  },
-                  rep.origins,
-                  divergences,
-                  rep.problems,
-                  shard_block};
-  return render_summary(s);
+  return render_report_summary(rep, divergences, shard_block);
 }
 
 }  // namespace numprobe

@@ -27,6 +27,11 @@ struct SummaryLayout {
 };
 std::string render_summary(const SummaryLayout& s);
 
+// render_summary of a compare held in memory; `divergences` indexes as rep.pairs does.
+std::string render_report_summary(const CompareReport& rep,
+                                  const std::vector<PairDivergence>& divergences,
+                                  const std::function<void(base::PyJsonWriter&)>& extra);
+
 // One element of "pairs".
 void write_pair_summary(base::PyJsonWriter& w, const PairResult& p);
 
