@@ -54,6 +54,10 @@ demo: build
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db
 	@echo
 	@echo "Open it in the browser: $(BIN) serve demo_out/graph/faulty_run.vis.db   (then http://127.0.0.1:8080/)"
+	@echo
+	@echo "== locate: two real training scripts driven round by round to the op where they part (target: block 1's layer norm eps) =="
+	PYTHONPATH=python $(BIN) locate --golden "$(PY) examples/python/locate_demo_golden.py" --target "$(PY) examples/python/locate_demo_target.py" -o demo_out/locate
+	@echo "Report: demo_out/locate/locate_report.md"
 
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes
@@ -124,6 +128,7 @@ bench: build
 	$(PY) bench/capture_bench.py
 	PYTHONPATH=python $(PY) bench/acc_check_bench.py
 	@$(MAKE) --no-print-directory bench-diagnosis
+	PYTHONPATH=python $(PY) bench/bench_locate.py
 
 # Does compare name the op where two training runs part? Faults and noise-only pairs on three real
 # models (bench/diagnosis/README.md); captures are cached in build/bench_diagnosis.

@@ -153,10 +153,27 @@ def _load_config(config_path):
     return json.loads(text), str(config_path)
 
 
+CONFIG_VARIABLE = "NUMPROBE_CONFIG"
+
+
+def _environment_extra():
+    """The members numprobe_env.json gets from Python (the C++ side writes torch's own)."""
+    import sys
+    members = {"python_version": sys.version.split()[0]}
+    try:
+        import numpy as np
+        members["numpy_version"] = np.__version__
+    except ImportError:
+        pass
+    return ",\n ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in members.items())
+
+
 class PrecisionDebugger:
     """msprobe's ``PrecisionDebugger(config_path, task, dump_path, level, step)``.
 
-    Constructor arguments override config.json. ``start(model)`` hooks the model's submodules for
+    Constructor arguments override config.json. ``NUMPROBE_CONFIG=<config.json>`` in the
+    environment (set by ``numprobe locate``, docs/locate.md) overrides both: that file alone
+    decides what is dumped, so a driver changes it without editing the script. ``start(model)`` hooks the model's submodules for
     levels L0 and mix (the root module itself is not dumped, as in msprobe).
     """
 
@@ -164,18 +181,26 @@ class PrecisionDebugger:
 
     def __init__(self, config_path=None, task=None, dump_path=None, level=None, step=None,
                  model=None):
-        cfg, source = _load_config(config_path)
-        if task is not None:
-            cfg["task"] = task
-        if dump_path is not None:
-            cfg["dump_path"] = str(dump_path)
-        if level is not None:
-            cfg["level"] = level
-        if step is not None:
-            cfg["step"] = list(step) if isinstance(step, (list, tuple)) else [step]
+        forced = os.environ.get(CONFIG_VARIABLE)
+        if forced:
+            try:
+                cfg, source = _load_config(forced)
+            except NumprobeError as e:
+                raise NumprobeError(f"{CONFIG_VARIABLE}: {e}") from None
+        else:
+            cfg, source = _load_config(config_path)
+            if task is not None:
+                cfg["task"] = task
+            if dump_path is not None:
+                cfg["dump_path"] = str(dump_path)
+            if level is not None:
+                cfg["level"] = level
+            if step is not None:
+                cfg["step"] = list(step) if isinstance(step, (list, tuple)) else [step]
         if PrecisionDebugger._instance is not None:
             PrecisionDebugger._instance.close()
         self._engine = _C.Engine(json.dumps(cfg), source)
+        self._engine.set_environment_info("python", _environment_extra())
         PrecisionDebugger._instance = self
         self.level = self._engine.level()
         self.task = self._engine.task()

@@ -63,6 +63,10 @@ PYBIND11_MODULE(_C, m) {
           "step", [](Engine& e) { e.cap->step(); }, py::call_guard<py::gil_scoped_release>())
       .def("set_init_step", [](Engine& e, int64_t s) { e.cap->set_init_step(s); })
       .def("set_rank", [](Engine& e, int64_t r) { e.cap->set_rank(r); })
+      .def("set_environment_info",
+           [](Engine& e, const std::string& runtime, const std::string& extra) {
+             e.cap->set_environment_info(runtime, extra);
+           })
       .def("dumping", [](Engine& e) { return e.cap->dumping(); })
       .def(
           "flush",

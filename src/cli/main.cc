@@ -85,7 +85,9 @@ int main(int argc, char** argv) {
       "Also: acc-check / multi-acc-check (msprobe's flags: -api_info dump.json -o out ...), "
       "replaying a dump's APIs against a float64 CPU reference; see docs/acc_check.md.\n"
       "      config-check -d run.sh cfg.yaml -o pack.zip (Python) packs a training's setup for "
-      "config-check -c; see docs/config_check.md.");
+      "config-check -c; see docs/config_check.md.\n"
+      "      locate --golden CMD --target CMD -o out (Python) runs both trainings round by round "
+      "(modules, APIs, tensors, acc-check) to the op where they part; see docs/locate.md.");
   app.set_version_flag("--version", "numprobe 0.1.0");
 
   std::vector<std::unique_ptr<numprobe::cli::Subcommand>> commands;

@@ -2,7 +2,9 @@
 // callables), so the CLI hands the command line to `python -m numprobe.acc_check` unchanged,
 // msprobe's single-dash flags (-api_info, -csv_path) included. numprobe config-check -d (a static
 // pack: Python package metadata) goes to `python -m numprobe.config_check` the same way; its
-// compare (-c) is the C++ subcommand (docs/config_check.md, "Design").
+// compare (-c) is the C++ subcommand (docs/config_check.md, "Design"). numprobe locate drives the
+// user's two trainings round by round from `python -m numprobe.locate`, which calls this binary
+// back (NUMPROBE_CLI) for compare and acc-check (docs/locate.md).
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,7 +31,8 @@ bool is_python_front(int argc, char** argv) {
       if (std::strcmp(argv[i], "-c") == 0 || std::strcmp(argv[i], "--compare") == 0) return false;
     return true;
   }
-  return std::strcmp(sub, "acc-check") == 0 || std::strcmp(sub, "multi-acc-check") == 0;
+  return std::strcmp(sub, "acc-check") == 0 || std::strcmp(sub, "multi-acc-check") == 0 ||
+         std::strcmp(sub, "locate") == 0;
 }
 
 namespace {
@@ -81,8 +84,18 @@ int run_python_front(int argc, char** argv) {
   // (Not for config-check: its pack records the PYTORCH_* variables of the user's environment.)
   if (std::strcmp(argv[1], "config-check") != 0)
     setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "1", /*overwrite=*/0);
-  const char* module =
-      std::strcmp(argv[1], "config-check") == 0 ? "numprobe.config_check" : "numprobe.acc_check";
+  const char* module = std::strcmp(argv[1], "config-check") == 0 ? "numprobe.config_check"
+                       : std::strcmp(argv[1], "locate") == 0     ? "numprobe.locate"
+                                                                 : "numprobe.acc_check";
+  if (std::strcmp(argv[1], "locate") == 0) {
+    // The rounds call this binary back for compare and acc-check.
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = '\0';
+      setenv("NUMPROBE_CLI", exe, /*overwrite=*/0);
+    }
+  }
   std::vector<std::string> args = {python, "-m", module};
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   std::vector<char*> cargs;

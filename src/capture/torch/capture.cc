@@ -1,6 +1,8 @@
 // The C++ API (numprobe/capture.h, numprobe/capture_scope.h) over TorchCapture.
 #include <ATen/core/grad_mode.h>
 
+#include <cstdlib>
+
 #include "capture/torch/torch_capture.h"
 #include "numprobe/capture.h"
 #include "numprobe/capture_scope.h"
@@ -9,7 +11,11 @@
 namespace numprobe {
 namespace {
 
+// NUMPROBE_CONFIG=<config.json> (set by `numprobe locate`, docs/locate.md) wins over the options:
+// a driver changes what a program dumps without editing it.
 capture::CaptureConfig make_config(const DebuggerOptions& o) {
+  if (const char* env = std::getenv("NUMPROBE_CONFIG"); env && *env)
+    return capture::load_capture_config(env);
   const std::string where = o.config_path.empty() ? "<DebuggerOptions>" : o.config_path;
   std::optional<std::string_view> task;
   if (o.task) task = *o.task;

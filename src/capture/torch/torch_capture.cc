@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "capture/torch/env_summary.h"
 #include "capture/torch/stats_cache.h"
 #include "capture/torch/tensor_leaf.h"
 #include "numprobe/error.h"
@@ -223,6 +224,7 @@ TorchCapture::~TorchCapture() {
 
 void TorchCapture::start(bool observe_aten) {
   session_.start();
+  if (session_.active()) write_environment_summary(session_.rank_dir(), env_runtime_, env_extra_);
   next_stats_generation();
   const Level lv = config().level;
   const bool aten = lv == Level::kL2 || (observe_aten && lv != Level::kL0);

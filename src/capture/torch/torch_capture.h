@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capture/capture_config.h"
@@ -42,6 +43,12 @@ class TorchCapture {
   void step();
   void set_init_step(int64_t step) { session_.set_step(step); }
   void set_rank(int64_t rank) { session_.set_rank(rank); }
+  // What numprobe_env.json (env_summary.h) says about the front: "python" or "c++", and the JSON
+  // members it adds (Python's version and seeds).
+  void set_environment_info(std::string runtime, std::string extra) {
+    env_runtime_ = std::move(runtime);
+    env_extra_ = std::move(extra);
+  }
   CaptureSession& session() { return session_; }
   const CaptureConfig& config() const { return session_.config(); }
   bool dumping() const { return session_.active(); }
@@ -103,6 +110,7 @@ class TorchCapture {
   int64_t overflow_left_;
   static std::atomic<TorchCapture*> active_;
   static StackProvider stack_provider_;
+  std::string env_runtime_ = "c++", env_extra_;  // numprobe_env.json's front fields
 };
 
 }  // namespace numprobe::capture

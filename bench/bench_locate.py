@@ -1,0 +1,89 @@
+"""numprobe locate on the diagnosis suite's fault pairs driven as real scripts (bench/diagnosis/
+run_one.py, golden = no fault, target = the fault): does locate end at the injected op, in how
+many rounds and how long, and how many bytes it writes against the naive alternative (one full
+tensor-mode dump of both runs + one compare). Prints a table; asserts nothing about time.
+
+    PYTHONPATH=python /usr/bin/python3 bench/bench_locate.py [--faults a,b,...] [--work DIR]
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE / "diagnosis"))
+import suite  # noqa: E402
+
+DEFAULT = "gelu_tanh,weight_row,ln_eps,attn_scale,ext_kernel,softmax_dim,lstm_weight_row,bn_eps"
+
+
+def du(path):
+    return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
+
+
+def script(fault, model, scratch):
+    return (f"{sys.executable} {HERE / 'diagnosis' / 'run_one.py'} --model {model} "
+            f"--out {scratch}" + (f" --fault {fault}" if fault else ""))
+
+
+def naive(fault, work, cli, env):
+    """Both runs dumped whole in tensor mode at level mix, then one compare."""
+    d = work / f"{fault.name}.naive"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    t0 = time.monotonic()
+    for side, f in (("golden", ""), ("target", fault.name)):
+        cfg = d / f"{side}.json"
+        cfg.write_text(json.dumps({"task": "tensor", "level": "mix", "dump_path": str(d / side),
+                                   "step": [0]}))
+        subprocess.run(script(f, fault.model, d / f"{side}.scratch"), shell=True, check=True,
+                       env=dict(env, NUMPROBE_CONFIG=str(cfg)), capture_output=True)
+    subprocess.run([cli, "compare", "-t", str(d / "target"), "-g", str(d / "golden"), "-o",
+                    str(d / "compare")], capture_output=True)
+    return time.monotonic() - t0, du(d)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--faults", default=DEFAULT)
+    ap.add_argument("--work", default=str(ROOT / "build" / "bench_locate"))
+    ap.add_argument("--cli", default=str(ROOT / "build" / "bin" / "numprobe"))
+    a = ap.parse_args()
+    work = pathlib.Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    by_name = {f.name: f for f in suite.FAULTS}
+    rows, right = [], 0
+    print(f"{'fault':18} {'model':7} {'right':5} {'rounds':6} {'locate s':>8} {'locate MB':>9} "
+          f"{'naive s':>7} {'naive MB':>8} {'ratio':>6}  answer")
+    for name in a.faults.split(","):
+        fault = by_name[name]
+        out = work / f"{name}.locate"
+        scratch = work / f"{name}.scratch"
+        t0 = time.monotonic()
+        p = subprocess.run([a.cli, "locate", "--golden", script("", fault.model, scratch),
+                            "--target", script(name, fault.model, scratch), "-o", str(out)],
+                           env=env, capture_output=True, text=True)
+        seconds = time.monotonic() - t0
+        rep = json.loads((out / "locate_report.json").read_text())
+        answer = (rep.get("answer") or {}).get("entry")
+        ok = p.returncode == 0 and answer in fault.accept
+        right += ok
+        rounds = len([r for r in rep["rounds"] if r["round"] > 0])
+        n_seconds, n_bytes = naive(fault, work, a.cli, env)
+        l_bytes = rep["bytes_written"]
+        rows.append((name, ok))
+        print(f"{name:18} {fault.model:7} {'yes' if ok else 'NO':5} {rounds:6} {seconds:8.1f} "
+              f"{l_bytes / 1e6:9.2f} {n_seconds:7.1f} {n_bytes / 1e6:8.2f} "
+              f"{n_bytes / max(l_bytes, 1):5.1f}x  {answer} ({(rep.get('answer') or {}).get('acc_check')})")
+    print(f"locate ended at the injected op in {right}/{len(rows)} = {100 * right / len(rows):.0f} % "
+          f"of the pairs (rounds counted after the preflight; round 4 is an acc-check, no run)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""numprobe locate (docs/locate.md): a real small GPT script pair with an injected fault, driven
+round by round through NUMPROBE_CONFIG, single process and 2 ranks over gloo; a failing command;
+NUMPROBE_CONFIG honoured (Python and C++) and absent."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, CLI, PYDIR, ROOT, rank_dir
+
+DEMO = ROOT / "examples" / "python" / "locate_demo.py"
+PY = sys.executable
+
+
+def demo(fault="", extra=""):
+    return f"{PY} {DEMO} --fault '{fault}' {extra}".strip()
+
+
+def locate(out, golden, target, *flags, env=None):
+    e = dict(os.environ, PYTHONPATH=str(PYDIR), **(env or {}))
+    return subprocess.run([str(CLI), "locate", "--golden", golden, "--target", target, "-o",
+                           str(out), *flags], capture_output=True, text=True, env=e, timeout=300)
+
+
+def report_of(out):
+    return json.loads((out / "locate_report.json").read_text())
+
+
+def test_locate_ends_at_the_injected_eps(tmp_path):
+    out = tmp_path / "loc"
+    p = locate(out, demo(), demo("ln_eps"), "--check-repro")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert [r["round"] for r in rep["rounds"]] == [0, 1, 2, 3, 4]
+    pre = rep["rounds"][0]
+    assert pre["reproducibility"]["reproducible"] is True
+    assert pre["structural_differences"] == []  # same ops, one argument differs
+    assert pre["environment_differences"] == []
+    # round 1: block 1's second LayerNorm is the first module whose outputs part
+    assert rep["rounds"][1]["finding"]["entry"] == "Module.blocks.1.ln2.LayerNorm.forward.0"
+    r2 = rep["rounds"][2]
+    assert r2["runs"][1]["config"]["statistics"]["scope"] == ["Module.blocks.1.ln2.LayerNorm.forward.0"] * 2
+    # round 2: inside it, the layer_norm call with the other eps (the fourth layer norm of the step)
+    ans = rep["answer"]
+    assert ans["entry"] == "Functional.layer_norm.3.forward"
+    assert ans["reason"] == "args_differ"
+    assert ans["module"] == "Module.blocks.1.ln2.LayerNorm.forward.0"
+    assert "tiny_models.py" in ans["source_line"]  # the user's line, not torch's
+    # round 3: tensor evidence of that call, and where its outputs differ most
+    ev = rep["rounds"][3]["tensor_evidence"]
+    assert any(r["NPU Name"].startswith("Functional.layer_norm.3.forward.output") for r in ev["rows"])
+    assert ev["largest_difference"]["abs_diff"] > 0
+    # round 4: replayed with its recorded eps the API is right: its arguments are what is off
+    assert ans["acc_check"] == "pass"
+    assert "already off" in rep["verdict"] and "Functional.layer_norm.3.forward" in rep["verdict"]
+    md = (out / "locate_report.md").read_text()
+    assert "Round 4" in md and rep["verdict"] in md
+    for k in range(4):
+        assert (out / f"round{k}" / "golden").is_dir() and (out / f"round{k}" / "target").is_dir()
+    # less data than a full dump: the tensor round saved only the 3 listed calls' tensors
+    saved = list((out / "round3" / "target").rglob("*.npy"))
+    assert 0 < len(saved) < 40
+    assert "[round 2]" in p.stderr  # progress per round
+
+
+def test_locate_names_a_kernel_bug(tmp_path):
+    """gelu computed with the tanh approximation while called as the exact one: acc-check of the
+    recorded inputs fails, so the verdict is the API itself."""
+    out = tmp_path / "loc"
+    p = locate(out, demo(), demo("gelu_kernel"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert rep["answer"]["call"] == "Functional.gelu.0"
+    assert rep["answer"]["acc_check"] == "error"
+    assert "kernel bug" in rep["verdict"]
+
+
+def test_locate_follows_the_origin_rank_over_gloo(tmp_path):
+    """2 ranks averaging gradients with all_reduce; the fault (a perturbed fc1 row) on rank 1 only:
+    compare's cross-rank ordering names rank 1 (rank 0's step 0 agrees up to the all_reduce, which
+    L0 does not record), and the later rounds dump rank 1 alone."""
+    out = tmp_path / "loc"
+    extra = "--ranks 2 --fault-rank 1 --port {port}"
+    p = locate(out, demo("", extra.format(port=29611)), demo("fc1_weight", extra.format(port=29612)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    origins = rep["rounds"][1]["summary"]["origins"]
+    assert origins and origins[0]["rank"] == 1
+    pairs = {p["rank"]: p["first_divergence"] for p in rep["rounds"][1]["summary"]["pairs"]}
+    assert pairs[0] is None and pairs[1] == "Module.blocks.1.fc1.Linear.forward.0"
+    assert rep["rounds"][2]["runs"][0]["config"]["rank"] == [1]
+    assert sorted(p.name for p in (out / "round2" / "target" / "step0").iterdir()) == ["rank1"]
+    ans = rep["answer"]
+    assert ans["rank"] == 1 and ans["call"] == "Functional.linear.6"
+    assert ans["module"] == "Module.blocks.1.fc1.Linear.forward.0"
+    assert ans["reason"] == "parameters_differ"
+    assert ans["acc_check"] == "pass"
+
+
+def test_a_failing_run_stops_locate_with_its_code(tmp_path):
+    out = tmp_path / "loc"
+    failing = f"{PY} -c \"import sys; print('loading the data failed'); sys.exit(7)\""
+    p = locate(out, demo(), failing)
+    assert p.returncode == 7
+    assert "loading the data failed" in p.stderr and "exit code 7" in p.stderr
+    rep = report_of(out)
+    assert rep["status"] == "run_failed" and rep["failure"]["code"] == 7
+    assert [r["round"] for r in rep["rounds"]] == []  # stopped inside round 0
+
+
+def test_locate_refuses_a_directory_it_did_not_write(tmp_path):
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep me")
+    p = locate(user, "true", "true")
+    assert p.returncode != 0 and "not empty" in p.stderr
+    assert (user / "notes.txt").read_text() == "keep me"
+
+
+def _capture(tmp_path, env_config):
+    """The demo script (its own config: statistics at level mix into ./own) with NUMPROBE_CONFIG
+    set to env_config, or unset."""
+    env = dict(os.environ, PYTHONPATH=str(PYDIR))
+    env.pop("NUMPROBE_CONFIG", None)
+    if env_config is not None:
+        env["NUMPROBE_CONFIG"] = str(env_config)
+    return subprocess.run([PY, str(DEMO), "--dump", str(tmp_path / "own")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_numprobe_config_is_honoured_over_the_scripts_arguments(tmp_path):
+    cfg = tmp_path / "forced.json"
+    cfg.write_text(json.dumps({"task": "statistics", "level": "L0",
+                               "dump_path": str(tmp_path / "forced"), "step": [0]}))
+    p = _capture(tmp_path, cfg)
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "own").exists()
+    d = rank_dir(tmp_path / "forced" / "step0")
+    names = json.loads((d / "dump.json").read_text())["data"]
+    assert names and all(n.startswith("Module.") for n in names)  # level L0, not the script's mix
+    env = json.loads((d / "numprobe_env.json").read_text())
+    assert env["runtime"] == "python" and env["num_threads"] == 1
+    assert env["torch_version"] and "python_version" in env
+
+
+def test_without_numprobe_config_the_script_decides(tmp_path):
+    p = _capture(tmp_path, None)
+    assert p.returncode == 0, p.stderr
+    names = json.loads((rank_dir(tmp_path / "own" / "step0") / "dump.json").read_text())["data"]
+    assert any(n.startswith("Functional.") for n in names)  # the script's level mix
+
+
+def test_a_missing_numprobe_config_is_an_error_naming_it(tmp_path):
+    p = _capture(tmp_path, tmp_path / "nope.json")
+    assert p.returncode != 0
+    assert "NUMPROBE_CONFIG" in p.stderr and "nope.json" in p.stderr
+
+
+def test_cpp_debugger_honours_numprobe_config(tmp_path):
+    exe = BUILD / "bin" / "train_mlp"
+    if not exe.exists():
+        pytest.fail(f"{exe} not built")
+    cfg = tmp_path / "forced.json"
+    cfg.write_text(json.dumps({"task": "statistics", "level": "L0",
+                               "dump_path": str(tmp_path / "forced"), "step": [1]}))
+    env = dict(os.environ, NUMPROBE_CONFIG=str(cfg))
+    p = subprocess.run([str(exe), str(tmp_path / "own"), "mix"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "own").exists()
+    assert sorted(x.name for x in (tmp_path / "forced").iterdir()) == ["step1"]
+    d = tmp_path / "forced" / "step1" / "rank"
+    if not d.exists():
+        d = rank_dir(tmp_path / "forced" / "step1")
+    names = json.loads((d / "dump.json").read_text())["data"]
+    assert names and all(n.startswith("Module.") for n in names)
+    env_summary = json.loads((d / "numprobe_env.json").read_text())
+    assert env_summary["runtime"] == "c++" and env_summary["num_threads"] == 1
+    # and without the variable, the program's own options again
+    env.pop("NUMPROBE_CONFIG")
+    p = subprocess.run([str(exe), str(tmp_path / "own"), "L1"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in (tmp_path / "own").iterdir()) == ["step0", "step1", "step2"]
