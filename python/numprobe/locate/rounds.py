@@ -114,8 +114,19 @@ class Locator:
         pair = self._follow(summary)
         fd = pair["first_divergence"] if pair else None
         module = forward_call(fd["entry"]) if fd and fd["entry"].startswith("Module.") else None
-        nxt = (f"mix statistics inside {module}" if module else
-               "no module diverged: mix statistics over the whole step")
+        why = ""
+        if module and fd["reason"] in ("inputs_already_differ", "parameters_differ"):
+            # An input no module made differs: it changed in code L0 does not see (a functional
+            # call in the parent's forward: at L0 such an activation, requiring grad, even reads as
+            # a parameter), or it is the module's own weight. The parent's mix dump holds both the
+            # op that changed it and the module's own APIs.
+            parent = fd.get("module")
+            why = f" ({module} got an input no module made: its parent is searched)"
+            module = forward_call(parent) if parent else None
+        if module:
+            nxt = f"mix statistics inside {module}{why}"
+        else:
+            nxt = f"no module to search{why}: mix statistics over the whole step"
         self._record(k, "L0 statistics: the first divergent module", runs, summary, cdir,
                      finding=_finding(pair), next_step=nxt, seconds=sec)
         return module
