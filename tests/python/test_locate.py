@@ -185,3 +185,12 @@ def test_cpp_debugger_honours_numprobe_config(tmp_path):
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert sorted(x.name for x in (tmp_path / "own").iterdir()) == ["step0", "step1", "step2"]
+
+
+def test_a_spent_budget_stops_after_the_round_in_progress(tmp_path):
+    out = tmp_path / "loc"
+    p = locate(out, demo(), demo("ln_eps"), "--budget-minutes", "0")
+    assert p.returncode == 2, p.stdout + p.stderr
+    rep = report_of(out)
+    assert rep["status"] == "budget_exhausted" and "before round 1" in rep["verdict"]
+    assert [r["round"] for r in rep["rounds"]] == [0]

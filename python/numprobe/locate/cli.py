@@ -22,8 +22,14 @@ class BudgetExhausted(Exception):
     pass
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # bad input exits 1 (2 means: the budget ran out)
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="numprobe locate", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="numprobe locate", description=__doc__.split("\n")[0])
     ap.add_argument("--golden", required=True, help="shell command of the reference training")
     ap.add_argument("--target", required=True, help="shell command of the training to debug")
     ap.add_argument("-o", "--output", required=True, help="output directory (new, or a previous "
