@@ -9,7 +9,8 @@ Faults (all in the model's code path, nothing else differs between two runs):
   fc1_weight    one row of block 1's fc1 weight x(1 + 1e-3) (a checkpoint-loading bug)
   gelu_kernel   F.gelu computes the tanh approximation while called as the exact one (a kernel bug)
 --ranks N runs N processes (torch.multiprocessing, forked, gloo on 127.0.0.1) that average their
-gradients with all_reduce; --fault-rank R puts the fault on rank R only.
+gradients with all_reduce; --fault-rank R puts the fault on rank R only. --unseeded makes a run
+that does not reproduce itself (weights seeded from the process id).
 """
 import argparse
 import os
@@ -30,8 +31,9 @@ def gelu_tanh_inside(input, approximate="none"):
     return _gelu(input, approximate="tanh")
 
 
-def build(fault):
-    model = tiny_models.make_gpt(seed=0)
+def build(fault, unseeded=False):
+    # unseeded: weights from this process's id (a run that cannot reproduce itself)
+    model = tiny_models.make_gpt(seed=os.getpid() if unseeded else 0)
     if fault == "ln_eps":
         model.blocks[1].ln2.eps = 1e-2
     if fault == "fc1_weight":
@@ -40,9 +42,9 @@ def build(fault):
     return model
 
 
-def train(fault, dump, steps, rank=None, world=1):
+def train(fault, dump, steps, rank=None, world=1, unseeded=False):
     torch.set_num_threads(1)
-    model = build(fault)
+    model = build(fault, unseeded)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     dbg = numprobe.PrecisionDebugger(dump_path=dump, level="mix", task="statistics")
     if fault == "gelu_kernel":
@@ -88,9 +90,10 @@ def main(default_fault=""):
     ap.add_argument("--ranks", type=int, default=1)
     ap.add_argument("--fault-rank", type=int, default=None)
     ap.add_argument("--port", type=int, default=29517)
+    ap.add_argument("--unseeded", action="store_true", help="initial weights from the process id")
     args = ap.parse_args()
     if args.ranks == 1:
-        train(args.fault, args.dump, args.steps)
+        train(args.fault, args.dump, args.steps, unseeded=args.unseeded)
         return
     import torch.multiprocessing as mp
     # fork: the ranks start without importing torch again (CPU and gloo only)

@@ -194,3 +194,14 @@ def test_a_spent_budget_stops_after_the_round_in_progress(tmp_path):
     rep = report_of(out)
     assert rep["status"] == "budget_exhausted" and "before round 1" in rep["verdict"]
     assert [r["round"] for r in rep["rounds"]] == [0]
+
+
+def test_a_golden_that_does_not_reproduce_itself_is_reported(tmp_path):
+    out = tmp_path / "loc"
+    p = locate(out, demo("", "--unseeded"), demo("ln_eps"), "--check-repro")
+    assert p.returncode == 3, p.stdout + p.stderr
+    rep = report_of(out)
+    assert rep["status"] == "not_reproducible" and "not reproducible" in rep["verdict"]
+    repro = rep["rounds"][0]["reproducibility"]
+    assert repro["reproducible"] is False and repro["first_divergence"]["entry"].startswith("Module.")
+    assert [r["round"] for r in rep["rounds"]] == [0]  # nothing compared against the target

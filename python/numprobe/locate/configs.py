@@ -4,13 +4,16 @@ import os
 
 
 def round_config(dump_path, steps, task, level, scope=None, names=None, ranks=None,
-                 summary_mode="statistics"):
-    """A config.json dict for one run. scope: [A, B] call names; names: the `list` filter."""
+                 summary_mode="statistics", data_mode=None):
+    """A config.json dict for one run. scope: [A, B] call names; names: the `list` filter;
+    data_mode: msprobe's ["forward"] / ["backward"] / ... (None: everything)."""
     cfg = {"task": task, "level": level, "dump_path": dump_path, "step": list(steps),
            "rank": list(ranks or [])}
     section = {"scope": list(scope or []), "list": list(names or [])}
     if task == "statistics":
         section["summary_mode"] = summary_mode
+    if data_mode:
+        section["data_mode"] = list(data_mode)
     cfg[task] = section
     return cfg
 

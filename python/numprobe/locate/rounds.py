@@ -34,13 +34,13 @@ class Locator:
         return {"side": side, "command": command, "config": cfg, "config_path": cfg_path,
                 "seconds": round(seconds, 3), "dump": cfg["dump_path"]}
 
-    def _pair(self, k, label, task, level, scope=None, names=None, sides=None):
+    def _pair(self, k, label, task, level, scope=None, names=None, data_mode=None):
         d = self._dir(k)
         ranks = [self.rank] if self.rank is not None else None
         runs = []
-        for side, command in sides or (("golden", self.golden), ("target", self.target)):
+        for side, command in (("golden", self.golden), ("target", self.target)):
             cfg = round_config(os.path.abspath(os.path.join(d, side)), self.steps, task, level,
-                               scope, names, ranks)
+                               scope, names, ranks, data_mode=data_mode)
             runs.append(self._run(k, side, command, cfg, label))
         return runs
 
@@ -48,7 +48,7 @@ class Locator:
         """numprobe compare; returns (summary dict, output dir, seconds)."""
         d = os.path.join(self._dir(k), name)
         self.progress.begin(k, f"numprobe {name}")
-        code, seconds = run_numprobe(["compare", "-t", target_dump, "-g", golden_dump, "-o", d, "-s"],
+        code, seconds = run_numprobe(["compare", "-t", target_dump, "-g", golden_dump, "-o", d],
                                      os.path.join(self._dir(k), f"{name}.log"),
                                      f"round {k} numprobe compare", ok_codes=(0, 1))
         self.progress.end(seconds)
@@ -156,8 +156,10 @@ class Locator:
     def tensors(self, api, neighbours, scope):
         k = 3
         names = [forward_call(api)] + neighbours
+        # A forward divergence needs forward tensors only (half the bytes); a backward one both.
+        data_mode = None if api.endswith(".backward") else ["forward"]
         runs = self._pair(k, f"tensor dump of {len(names)} APIs", "tensor", "mix" if scope else "L1",
-                          scope=scope, names=names)
+                          scope=scope, names=names, data_mode=data_mode)
         summary, cdir, sec = self._compare(k, runs[0]["dump"], runs[1]["dump"])
         pair = self._follow(summary) or _pair_of(summary, self.rank)
         evidence = _tensor_evidence(cdir, pair, api) if pair else []
