@@ -58,8 +58,9 @@ class Builder {
  public:
   explicit Builder(const RankDump& d) : d_(d) {
     g_.owned_names.emplace_back(kRootName);
+    // Sized up front: a million-entry dump would otherwise rehash it twenty times.
+    g_.index.reserve(d.dump.entries.size() + 1);
     g_.root = add(g_.owned_names.back(), NodeType::kModule, kNoNode);
-    for (size_t i = 0; i < d.dump.entries.size(); ++i) entry_of_.emplace(d.dump.entry_name(i), i);
   }
 
   Graph run() {
@@ -74,6 +75,7 @@ class Builder {
     group_apis_between_modules();
     add_parameters_grad();
     if (!megatron_) split_micro_steps();
+    assign_entries();
     return std::move(g_);
   }
 
@@ -83,8 +85,6 @@ class Builder {
     GraphNode n;
     n.name = name;
     n.type = type;
-    auto e = entry_of_.find(name);
-    if (e != entry_of_.end()) n.entry = static_cast<int64_t>(e->second);
     g_.nodes.push_back(std::move(n));
     g_.index.emplace(name, id);
     attach(id, parent);
@@ -125,6 +125,7 @@ class Builder {
 
   void from_construct(const ConstructTable& c) {
     std::unordered_map<std::string_view, std::string_view> parent_of;
+    parent_of.reserve(c.edges.size());
     for (const ConstructEdge& e : c.edges)
       parent_of.emplace(c.strings.get(e.node),
                         e.parent == kNoString ? std::string_view() : c.strings.get(e.parent));
@@ -299,9 +300,29 @@ class Builder {
     }
   }
 
+  // Each node's dump entry: the first entry of its name. Looked up once the graph stands, through
+  // the graph's own index, so that no second name map (50 MB a side at a million entries) lives
+  // through the build. A node the index does not find by its name is a made-up
+  // Apis_Between_Modules.N whose name an earlier node has (a dump with such a key): by name too.
+  void assign_entries() {
+    std::unordered_multimap<std::string_view, uint32_t> shadowed;
+    for (uint32_t id = 0; id < g_.nodes.size(); ++id)
+      if (g_.find(g_.nodes[id].name) != id) shadowed.emplace(g_.nodes[id].name, id);
+    auto take = [&](uint32_t id, size_t entry) {
+      if (g_.nodes[id].entry < 0) g_.nodes[id].entry = static_cast<int64_t>(entry);
+    };
+    for (size_t i = 0; i < d_.dump.entries.size(); ++i) {
+      const std::string_view name = d_.dump.entry_name(i);
+      const uint32_t id = g_.find(name);
+      if (id != kNoNode) take(id, i);
+      if (shadowed.empty()) continue;
+      const auto [b, e] = shadowed.equal_range(name);
+      for (auto it = b; it != e; ++it) take(it->second, i);
+    }
+  }
+
   const RankDump& d_;
   Graph g_;
-  std::unordered_map<std::string_view, size_t> entry_of_;
   bool megatron_ = false;
 };
 
