@@ -124,12 +124,21 @@ class Builder {
   }
 
   void from_construct(const ConstructTable& c) {
-    std::unordered_map<std::string_view, std::string_view> parent_of;
-    parent_of.reserve(c.edges.size());
-    for (const ConstructEdge& e : c.edges)
-      parent_of.emplace(c.strings.get(e.node),
-                        e.parent == kNoString ? std::string_view() : c.strings.get(e.parent));
-    auto known = [&](const std::string& n) { return !n.empty() && parent_of.count(n) != 0; };
+    // The parent of a construct.json key (its first edge: a repeated key keeps its first value),
+    // "" for null, nullopt for a name that is no key. Looked up through the table's own string
+    // pool and an edge number per string rather than a map of a million names (80 MB a side).
+    constexpr uint32_t kNoEdge = UINT32_MAX;
+    std::vector<uint32_t> first_edge(c.strings.size(), kNoEdge);
+    for (size_t i = 0; i < c.edges.size(); ++i) {
+      uint32_t& f = first_edge[c.edges[i].node];
+      if (f == kNoEdge) f = static_cast<uint32_t>(i);
+    }
+    auto parent_of = [&](std::string_view n) -> std::optional<std::string_view> {
+      const uint32_t id = c.strings.find(n);
+      if (id == kNoString || first_edge[id] == kNoEdge) return std::nullopt;
+      return c.strings.get(c.edges[first_edge[id]].parent);
+    };
+    auto known = [&](const std::string& n) { return !n.empty() && parent_of(n).has_value(); };
     for (const ConstructEdge& e : c.edges) {
       const std::string_view node = c.strings.get(e.node);
       std::string_view up = e.parent == kNoString ? std::string_view() : c.strings.get(e.parent);
@@ -148,15 +157,10 @@ class Builder {
 
   // msprobe's two backward fix-ups. Returns true and sets `fixed` ("" = the root) when the
   // backward node's parent is replaced.
-  template <typename Known>
-  bool fix_backward_parent(std::string_view node, std::string_view up,
-                           const std::unordered_map<std::string_view, std::string_view>& parent_of,
+  template <typename ParentOf, typename Known>
+  bool fix_backward_parent(std::string_view node, std::string_view up, const ParentOf& parent_of,
                            const Known& known, std::string& fixed) {
-    auto forward_parent = [&](const std::string& fwd) -> std::optional<std::string_view> {
-      auto f = parent_of.find(fwd);
-      if (f == parent_of.end()) return std::nullopt;
-      return f->second;
-    };
+    auto forward_parent = [&](const std::string& fwd) { return parent_of(fwd); };
     const std::string fwd = swap_direction(node, "backward", "forward");
     if (!up.empty()) {
       // An in-place layer whose backward hook never fired: the node claims a parent from another
