@@ -132,7 +132,16 @@ GraphRunResult run_graph(const GraphRunOptions& opt) {
     if (res.report.pairs.empty())
       throw Error("graph: no (step, rank) of " + opt.target + " pairs with one of " + opt.golden);
     content.mode = res.report.pairs.front().mode;
+    // The compare's construct.json lookups are over and the graph builds use only the names
+    // (through each table's string pool): the edge maps go before the graphs take their memory.
+    for (PairResult& p : res.report.pairs)
+      for (RankDump* d : {&p.target, &p.golden})
+        if (d->construct) std::unordered_map<uint32_t, uint32_t>().swap(d->construct->index);
     for (const PairResult& p : res.report.pairs) graphs.push_back(graph_pair(p));
+    // ... and once they are built, the name lookups too (graph nodes keep pointing at the names).
+    for (PairResult& p : res.report.pairs)
+      for (RankDump* d : {&p.target, &p.golden})
+        if (d->construct) d->construct->strings.release_index();
     content.findings_json = findings_json(res.report);
   } else {
     for (const RankLocation& w : find_rank_dumps(opt.target)) graphs.push_back(single_graph(w));
