@@ -26,6 +26,9 @@ class StringPool {
   std::string_view get(uint32_t id) const {
     return id == kNoString ? std::string_view() : views_[id];
   }
+  // Drops the lookup map of a pool whose lookups are over (a million names hold ~50 MB of it):
+  // get() and the strings stay; find() finds nothing and intern() must not be called afterwards.
+  void release_index() { std::unordered_map<std::string_view, uint32_t>().swap(index_); }
   size_t size() const { return views_.size(); }
   size_t bytes() const { return bytes_; }
 

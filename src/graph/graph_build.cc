@@ -58,8 +58,9 @@ class Builder {
  public:
   explicit Builder(const RankDump& d) : d_(d) {
     g_.owned_names.emplace_back(kRootName);
+    // Sized up front: a million-entry dump would otherwise rehash it twenty times.
+    g_.index.reserve(d.dump.entries.size() + 1);
     g_.root = add(g_.owned_names.back(), NodeType::kModule, kNoNode);
-    for (size_t i = 0; i < d.dump.entries.size(); ++i) entry_of_.emplace(d.dump.entry_name(i), i);
   }
 
   Graph run() {
@@ -74,6 +75,7 @@ class Builder {
     group_apis_between_modules();
     add_parameters_grad();
     if (!megatron_) split_micro_steps();
+    assign_entries();
     return std::move(g_);
   }
 
@@ -83,8 +85,6 @@ class Builder {
     GraphNode n;
     n.name = name;
     n.type = type;
-    auto e = entry_of_.find(name);
-    if (e != entry_of_.end()) n.entry = static_cast<int64_t>(e->second);
     g_.nodes.push_back(std::move(n));
     g_.index.emplace(name, id);
     attach(id, parent);
@@ -124,11 +124,21 @@ class Builder {
   }
 
   void from_construct(const ConstructTable& c) {
-    std::unordered_map<std::string_view, std::string_view> parent_of;
-    for (const ConstructEdge& e : c.edges)
-      parent_of.emplace(c.strings.get(e.node),
-                        e.parent == kNoString ? std::string_view() : c.strings.get(e.parent));
-    auto known = [&](const std::string& n) { return !n.empty() && parent_of.count(n) != 0; };
+    // The parent of a construct.json key (its first edge: a repeated key keeps its first value),
+    // "" for null, nullopt for a name that is no key. Looked up through the table's own string
+    // pool and an edge number per string rather than a map of a million names (80 MB a side).
+    constexpr uint32_t kNoEdge = UINT32_MAX;
+    std::vector<uint32_t> first_edge(c.strings.size(), kNoEdge);
+    for (size_t i = 0; i < c.edges.size(); ++i) {
+      uint32_t& f = first_edge[c.edges[i].node];
+      if (f == kNoEdge) f = static_cast<uint32_t>(i);
+    }
+    auto parent_of = [&](std::string_view n) -> std::optional<std::string_view> {
+      const uint32_t id = c.strings.find(n);
+      if (id == kNoString || first_edge[id] == kNoEdge) return std::nullopt;
+      return c.strings.get(c.edges[first_edge[id]].parent);
+    };
+    auto known = [&](const std::string& n) { return !n.empty() && parent_of(n).has_value(); };
     for (const ConstructEdge& e : c.edges) {
       const std::string_view node = c.strings.get(e.node);
       std::string_view up = e.parent == kNoString ? std::string_view() : c.strings.get(e.parent);
@@ -147,15 +157,10 @@ class Builder {
 
   // msprobe's two backward fix-ups. Returns true and sets `fixed` ("" = the root) when the
   // backward node's parent is replaced.
-  template <typename Known>
-  bool fix_backward_parent(std::string_view node, std::string_view up,
-                           const std::unordered_map<std::string_view, std::string_view>& parent_of,
+  template <typename ParentOf, typename Known>
+  bool fix_backward_parent(std::string_view node, std::string_view up, const ParentOf& parent_of,
                            const Known& known, std::string& fixed) {
-    auto forward_parent = [&](const std::string& fwd) -> std::optional<std::string_view> {
-      auto f = parent_of.find(fwd);
-      if (f == parent_of.end()) return std::nullopt;
-      return f->second;
-    };
+    auto forward_parent = [&](const std::string& fwd) { return parent_of(fwd); };
     const std::string fwd = swap_direction(node, "backward", "forward");
     if (!up.empty()) {
       // An in-place layer whose backward hook never fired: the node claims a parent from another
@@ -299,9 +304,29 @@ class Builder {
     }
   }
 
+  // Each node's dump entry: the first entry of its name. Looked up once the graph stands, through
+  // the graph's own index, so that no second name map (50 MB a side at a million entries) lives
+  // through the build. A node the index does not find by its name is a made-up
+  // Apis_Between_Modules.N whose name an earlier node has (a dump with such a key): by name too.
+  void assign_entries() {
+    std::unordered_multimap<std::string_view, uint32_t> shadowed;
+    for (uint32_t id = 0; id < g_.nodes.size(); ++id)
+      if (g_.find(g_.nodes[id].name) != id) shadowed.emplace(g_.nodes[id].name, id);
+    auto take = [&](uint32_t id, size_t entry) {
+      if (g_.nodes[id].entry < 0) g_.nodes[id].entry = static_cast<int64_t>(entry);
+    };
+    for (size_t i = 0; i < d_.dump.entries.size(); ++i) {
+      const std::string_view name = d_.dump.entry_name(i);
+      const uint32_t id = g_.find(name);
+      if (id != kNoNode) take(id, i);
+      if (shadowed.empty()) continue;
+      const auto [b, e] = shadowed.equal_range(name);
+      for (auto it = b; it != e; ++it) take(it->second, i);
+    }
+  }
+
   const RankDump& d_;
   Graph g_;
-  std::unordered_map<std::string_view, size_t> entry_of_;
   bool megatron_ = false;
 };
 

@@ -1,10 +1,12 @@
 #include "graph/node_data.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/py_json_writer.h"
 #include "numprobe/error.h"
@@ -35,12 +37,13 @@ void display_float(std::string& s, double v) {
     s += v > 0 ? "inf" : "-inf";
     return;
   }
-  std::string repr;
-  base::append_py_float(repr, v);
-  if (repr.find('e') != std::string::npos) {
+  // A node's data holds a dozen floats and a million-entry graph millions of nodes: the repr goes
+  // to a stack buffer, and to_chars (printf's digits, without its locale and varargs) formats.
+  char repr[base::kMaxPyFloatChars];
+  const size_t n = base::format_py_float(repr, v);
+  if (std::memchr(repr, 'e', n)) {
     char buf[32];
-    snprintf(buf, sizeof buf, "%.6e", v);
-    s += buf;
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, 6).ptr);
     return;
   }
   // Python's round() breaks ties to even (7530.0078125 -> 7530.007812): rint in the default
@@ -71,16 +74,16 @@ void percent_text(std::string& s, double v) {
   if (!std::isfinite(v)) {
     display_float(s, v);
   } else {
-    std::string repr;
-    base::append_py_float(repr, v);
+    char buf[base::kMaxPyFloatChars];
+    const std::string_view repr(buf, base::format_py_float(buf, v));
     const size_t dot = repr.find('.');
-    if (repr.find('e') != std::string::npos || dot == std::string::npos ||
+    if (repr.find('e') != std::string_view::npos || dot == std::string_view::npos ||
         repr.size() - dot - 1 <= 6) {
       s += repr;
     } else {
-      char buf[64];
-      snprintf(buf, sizeof buf, "%.6f", v);
-      s += buf;
+      char fixed[64];  // under 1e16 here (larger has an exponent): at most 24 characters
+      s.append(fixed,
+               std::to_chars(fixed, fixed + sizeof fixed, v, std::chars_format::fixed, 6).ptr);
     }
   }
   s += '%';

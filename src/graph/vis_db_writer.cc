@@ -44,10 +44,11 @@ class Db {
     stmts_.push_back(s);
     return s;
   }
+  // Bindings outlive the step: a caller binds what changes and leaves what does not (the columns
+  // that are the same for a whole side stay bound from its first row).
   void step(sqlite3_stmt* s) {
     if (sqlite3_step(s) != SQLITE_DONE) fail("cannot insert");
     sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
   }
   [[noreturn]] void fail(const std::string& what) {
     throw Error(path_ + ": " + what + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
@@ -177,17 +178,19 @@ std::string node_colors_json(CompareMode mode) {
 
 namespace {
 
-// One tb_nodes row, rendered off the SQLite thread.
+// One tb_nodes row, rendered off the SQLite thread (which is the slower of the two).
 struct NodeRecord {
   uint32_t node = kNoNode;
-  std::string subs, link, stack, input, output;
+  bool new_stack = false;  // the first row with this stack: its tb_stack row goes in first
+  std::string id, subs, link, stack, stack_id, input, output;
 };
 
 // Renders the rows of one side of one graph in post-order, a batch at a time.
 class SideRenderer {
  public:
-  SideRenderer(const GraphPair& gp, int side)
-      : side_(side == 0 ? gp.target : *gp.golden),
+  SideRenderer(const GraphPair& gp, int side, std::string graph_id)
+      : graph_id_(std::move(graph_id)),
+        side_(side == 0 ? gp.target : *gp.golden),
         other_(side == 0 ? (gp.golden ? &*gp.golden : nullptr) : &gp.target),
         with_metrics_(side == 0 && gp.compare != nullptr),
         data_(gp.compare),
@@ -203,6 +206,7 @@ class SideRenderer {
       NodeRecord& r = out[i - begin];
       r.node = order_[i];
       const GraphNode& n = g.nodes[r.node];
+      r.id.assign(graph_id_).append("_").append(n.name);
       if (n.children.empty()) {
         r.subs.clear();
       } else {
@@ -215,11 +219,17 @@ class SideRenderer {
         json_name_list(r.link, other_->graph, other_->graph.chain(m));
       }
       stack_json(r.stack, side_, n.name);
+      // Stacks are numbered per side in row order: batches render one after the other.
+      auto [it, fresh] = stack_ids_.emplace(r.stack, stack_ids_.size());
+      r.new_stack = fresh;
+      r.stack_id.assign(graph_id_).append("_").append(std::to_string(it->second));
       data_.render(side_.rows, n.entry, with_metrics_, r.input, r.output);
     }
   }
 
  private:
+  const std::string graph_id_;
+  std::unordered_map<std::string, size_t> stack_ids_;
   const SideGraph& side_;
   const SideGraph* other_;
   bool with_metrics_;
@@ -256,24 +266,28 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     sqlite3_stmt* ins_stack = db.prepare("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)");
     std::set<int64_t> steps, ranks;
     int64_t micro_steps = 1;
-    std::string id;
     constexpr size_t kBatch = 4096;
     for (const GraphPair* gp : content.graphs) {
       steps.insert(gp->step);
       ranks.insert(gp->rank);
       for (int s = 0; s < (gp->golden ? 2 : 1); ++s) {
-        SideRenderer renderer(*gp, s);
-        const SideGraph& side = renderer.side();
-        const Graph& g = side.graph;
-        micro_steps = std::max(micro_steps, g.micro_steps);
         const std::string source = s == 0 ? kTargetSource : kGoldenSource;
         const std::string graph_id =
             source + "_" + std::to_string(gp->step) + "_" + std::to_string(gp->rank);
+        SideRenderer renderer(*gp, s, graph_id);
+        const SideGraph& side = renderer.side();
+        const Graph& g = side.graph;
+        micro_steps = std::max(micro_steps, g.micro_steps);
         std::string dump_dir;
         if (side.dump) {
           if (auto d = side.dump->dump.dump_data_dir()) dump_dir = std::string(*d);
         }
-        std::unordered_map<std::string, size_t> stack_ids;
+        // The same for every row of the side: bound once (Db::step keeps bindings).
+        bind_text(ins, 2, graph_id);
+        bind_text(ins, 14, source);
+        bind_text(ins, 15, dump_dir);
+        sqlite3_bind_int64(ins, 16, gp->step);
+        sqlite3_bind_int64(ins, 17, gp->rank);
         // The next batch renders on a second thread while this one is inserted.
         std::vector<NodeRecord> ready, next;
         renderer.render(0, std::min(kBatch, renderer.size()), ready);
@@ -286,10 +300,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
           for (size_t k = 0; k < ready.size(); ++k) {
             const NodeRecord& r = ready[k];
             const GraphNode& n = g.nodes[r.node];
-            id = graph_id + "_";
-            id.append(n.name);
-            bind_text(ins, 1, id);
-            bind_text(ins, 2, graph_id);
+            bind_text(ins, 1, r.id);
             sqlite3_bind_int64(ins, 3, static_cast<int64_t>(begin + k));
             bind_text(ins, 4, n.name);
             bind_text(ins, 5, type_text(n.type));
@@ -302,20 +313,14 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
             }
             sqlite3_bind_int64(ins, 9, n.micro_step);
             bind_text(ins, 10, r.link);
-            auto [it, fresh] = stack_ids.emplace(r.stack, stack_ids.size());
-            const std::string stack_id = graph_id + "_" + std::to_string(it->second);
-            if (fresh) {
-              bind_text(ins_stack, 1, stack_id);
+            if (r.new_stack) {
+              bind_text(ins_stack, 1, r.stack_id);
               bind_text(ins_stack, 2, r.stack);
               db.step(ins_stack);
             }
-            bind_text(ins, 11, stack_id);
+            bind_text(ins, 11, r.stack_id);
             bind_text(ins, 12, r.input);
             bind_text(ins, 13, r.output);
-            bind_text(ins, 14, source);
-            bind_text(ins, 15, dump_dir);
-            sqlite3_bind_int64(ins, 16, gp->step);
-            sqlite3_bind_int64(ins, 17, gp->rank);
             db.step(ins);
           }
           if (pending.valid()) pending.get();
