@@ -245,9 +245,7 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
   std::remove(tmp.c_str());
   try {
     Out db(tmp);
-    db.exec(
-        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-        "PRAGMA page_size=65536; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;");
+    db.exec(kBulkLoadPragmas);
     db.exec(kCreateNodes);
     db.exec(kCreateStack);
     db.exec(kCreateConfig);

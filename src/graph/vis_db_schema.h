@@ -67,6 +67,13 @@ inline constexpr const char* kCreateMeta =
     "    value TEXT\n"
     ");";
 
+// A one-shot bulk load into a file written as <name>.tmp<pid> and renamed when complete (the
+// writer, the shard merge): no rollback journal and no fsync per page, since the rename is the
+// commit and a half-written temporary is thrown away.
+inline constexpr const char* kBulkLoadPragmas =
+    "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+    "PRAGMA page_size=65536; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;";
+
 // data_source values: the target is msprobe's "NPU" side, the golden its "Bench" side.
 inline constexpr const char* kTargetSource = "NPU";
 inline constexpr const char* kGoldenSource = "Bench";

@@ -248,9 +248,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     // A one-shot bulk load: no rollback journal, no fsync per page; the rename below is the commit.
     // The indexes exist before the rows: kept up to date row by row, they cost less than six
     // CREATE INDEX scans of a table whose JSON columns make it large.
-    db.exec(
-        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-        "PRAGMA page_size=65536; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;");
+    db.exec(kBulkLoadPragmas);
     db.exec(kCreateNodes);
     db.exec(kCreateStack);
     db.exec(kCreateConfig);
