@@ -70,6 +70,11 @@ def main():
                             "--target", script(name, fault.model, scratch), "-o", str(out)],
                            env=env, capture_output=True, text=True)
         seconds = time.monotonic() - t0
+        if not (out / "locate_report.json").exists():  # a locate that broke counts as a miss
+            rows.append((name, False))
+            print(f"{name:18} {fault.model:7} {'NO':5} {'-':>6} {seconds:8.1f}  locate wrote no "
+                  f"report (exit {p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
+            continue
         rep = json.loads((out / "locate_report.json").read_text())
         answer = (rep.get("answer") or {}).get("entry")
         ok = p.returncode == 0 and answer in fault.accept

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numprobe  # noqa: E402
 import tiny_models  # noqa: E402
 
-FAULTS = ("", "ln_eps", "fc1_weight", "gelu_kernel")
+FAULTS = ("", "ln_eps", "fc1_weight", "gelu_kernel", "extra_scale")
 _gelu = F.gelu
 
 
@@ -39,6 +39,8 @@ def build(fault, unseeded=False):
     if fault == "fc1_weight":
         with torch.no_grad():
             model.blocks[1].fc1.weight[3] *= 1 + 1e-3
+    if fault == "extra_scale":  # an op only the target calls, inside block 1's fc1
+        model.blocks[1].fc1.register_forward_hook(lambda mod, args, out: out.exp().log())
     return model
 
 

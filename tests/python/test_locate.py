@@ -78,6 +78,35 @@ def test_locate_names_a_kernel_bug(tmp_path):
     assert "kernel bug" in rep["verdict"]
 
 
+def test_an_op_only_the_target_calls_is_named_with_its_line(tmp_path):
+    """A forward hook adds exp().log() to block 1's fc1 in the target: a one-sided op, named as
+    the structural first divergence at the hook's own source line."""
+    out = tmp_path / "loc"
+    p = locate(out, demo(), demo("extra_scale"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    ans = report_of(out)["answer"]
+    assert ans["entry"] == "Tensor.exp.0.forward" and ans["reason"] == "structure_differs"
+    assert ans["module"] == "Module.blocks.1.fc1.Linear.forward.0"
+    assert "locate_demo.py" in ans["source_line"] and "exp().log()" in ans["source_line"]
+
+
+def test_an_api_dumped_by_one_run_only_keeps_its_answer_without_tensor_evidence(tmp_path):
+    """Regression (bench_locate on the held-out tf_pool_pads): the first divergence is an API the
+    target does not call at that number and it has no neighbours, so round 3's tensor dump is
+    empty on the target side and its compare writes nothing. locate stopped without any report;
+    now round 2's answer stands and the report says why the evidence is missing."""
+    diag = ROOT / "bench" / "diagnosis" / "run_one.py"
+    cmd = f"{sys.executable} {diag} --model tfenc --out {tmp_path / 'scratch'}"
+    out = tmp_path / "loc"
+    p = locate(out, cmd, cmd + " --fault tf_pool_pads", env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert rep["status"] == "located_without_evidence"
+    assert rep["answer"]["reason"] == "structure_differs"
+    assert "no tensor evidence" in rep["verdict"] and "compare wrote no" in rep["evidence_error"]
+    assert "no tensor evidence" in (out / "locate_report.md").read_text()
+
+
 def test_locate_follows_the_origin_rank_over_gloo(tmp_path):
     """2 ranks averaging gradients with all_reduce; the fault (a perturbed fc1 row) on rank 1 only:
     compare's cross-rank ordering names rank 1 (rank 0's step 0 agrees up to the all_reduce, which

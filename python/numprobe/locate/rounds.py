@@ -10,6 +10,11 @@ from .configs import forward_call, round_config, write_config
 from .runs import run_command, run_numprobe
 
 
+class RoundError(Exception):
+    """A round that could not finish (a compare that wrote nothing, an empty dump): the report is
+    still written, with what the earlier rounds found."""
+
+
 class Locator:
     def __init__(self, golden, target, out, steps, progress):
         self.golden, self.target, self.out, self.steps = golden, target, out, steps
@@ -54,8 +59,8 @@ class Locator:
         self.progress.end(seconds)
         summary_path = os.path.join(d, "summary.json")
         if not os.path.exists(summary_path):
-            raise SystemExit(f"numprobe locate: error: round {k}: compare wrote no {summary_path} "
-                             f"(see {d}.log)")
+            raise RoundError(f"round {k}: compare wrote no {summary_path} "
+                             f"({_last_line(d + '.log')})")
         return dumps.load_json(summary_path), d, seconds
 
     def _record(self, k, title, runs, summary=None, compare_dir=None, finding=None, next_step=None,
@@ -192,6 +197,16 @@ class Locator:
             "api": call, "direction": direction, "acc_check_result": result, "verdict": verdict},
             seconds=seconds, extra={"acc_check_dir": os.path.join(d, "acc_check")})
         return result, verdict
+
+
+def _last_line(path):
+    """The last non-empty line of a log (what numprobe said last), or where the log is."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+        return lines[-1] if lines else f"see {path}"
+    except OSError:
+        return f"see {path}"
 
 
 def _neighbours(entries, call, width=1):
