@@ -49,15 +49,16 @@ demo: build
 	@echo "== config-check: were the two runs set up alike? (environment, packages, hyper-parameters, data: yes; weights part after step 0) =="
 	$(BIN) config-check -c demo_out/capture/run_a_config.zip demo_out/capture/run_b_config.zip -o demo_out/capture/config_check || echo "(exit 1: a check failed, as expected)"
 	@echo
+	@echo "== locate: two real training scripts driven round by round to the op where they part (target: block 1's layer norm eps) =="
+	PYTHONPATH=python $(BIN) locate --golden "$(PY) examples/python/locate_demo_golden.py" --target "$(PY) examples/python/locate_demo_target.py" -o demo_out/locate
+	@echo "Report: demo_out/locate/locate_report.md"
+	@echo
 	@echo "== graph: the same compare as two model hierarchies, for the browser =="
 	@rm -rf demo_out/graph
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db
 	@echo
 	@echo "Open it in the browser: $(BIN) serve demo_out/graph/faulty_run.vis.db   (then http://127.0.0.1:8080/)"
 	@echo
-	@echo "== locate: two real training scripts driven round by round to the op where they part (target: block 1's layer norm eps) =="
-	PYTHONPATH=python $(BIN) locate --golden "$(PY) examples/python/locate_demo_golden.py" --target "$(PY) examples/python/locate_demo_target.py" -o demo_out/locate
-	@echo "Report: demo_out/locate/locate_report.md"
 
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes
