@@ -173,8 +173,9 @@ class PrecisionDebugger:
 
     Constructor arguments override config.json. ``NUMPROBE_CONFIG=<config.json>`` in the
     environment (set by ``numprobe locate``, docs/locate.md) overrides both: that file alone
-    decides what is dumped, so a driver changes it without editing the script. ``start(model)`` hooks the model's submodules for
-    levels L0 and mix (the root module itself is not dumped, as in msprobe).
+    decides what is dumped, so a driver changes it without editing the script.
+    ``start(model)`` hooks the model's submodules for levels L0 and mix (the root module itself is
+    not dumped, as in msprobe).
     """
 
     _instance = None

@@ -100,7 +100,6 @@ class CompareCommand : public Subcommand {
     const ShardSpec spec = resolve_shard(shard_);
     const auto t0 = std::chrono::steady_clock::now();
     const std::string dir = out_ + "/" + shard_dir_name(spec.index, spec.count);
-    fs::create_directories(dir);
     // A rerun that fails must not leave the previous run's summary to be merged.
     fs::remove(dir + "/summary.json");
     const ComparePlan plan = plan_compare(target_, golden_);

@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/file_util.h"
+#include "base/mapped_file.h"
 #include "numprobe/error.h"
 
 namespace fs = std::filesystem;
@@ -25,11 +24,8 @@ ShardSpec resolve_shard(const std::string& value) {
 }
 
 ShardSummaryFile read_shard_summary(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError(p.string(), "cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return {p.string(), text.str()};
+  const base::MappedFile f(p.string());
+  return {p.string(), std::string(f.data(), f.size())};
 }
 
 namespace {

@@ -1,6 +1,5 @@
 #include "graph/vis_db_merge.h"
 
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +9,10 @@
 
 #include "base/json_cursor.h"
 #include "base/py_json_writer.h"
+#include "graph/sqlite_writer.h"
 #include "graph/vis_db_reader.h"
 #include "graph/vis_db_schema.h"
+#include "graph/vis_json.h"
 #include "numprobe/compare/shard.h"
 #include "numprobe/error.h"
 
@@ -86,71 +87,12 @@ std::vector<std::pair<std::string, std::string>> object_items(const std::string&
   return out;
 }
 
-std::vector<std::string> list_items(const std::string& json, const std::string& name) {
-  std::vector<std::string> out;
-  if (json.empty()) return out;
-  base::JsonCursor c(json.data(), json.size(), name);
-  if (c.peek() != base::JsonType::kArray) c.fail_schema("expected a list");
-  c.begin_array();
-  while (c.next_item()) {
-    if (c.peek() != base::JsonType::kString) c.fail_schema("expected strings");
-    out.emplace_back(c.read_string());
-  }
-  return out;
-}
-
-std::string int_list(const std::set<int64_t>& v) {
-  std::string s = "[";
-  for (int64_t x : v) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
-  return s + "]";
-}
-
 // "step/rank" findings keys in summary order (step, then rank), as findings_json writes them.
 std::pair<long long, long long> findings_key(const std::string& k) {
   long long step = 0, rank = 0;
   if (std::sscanf(k.c_str(), "%lld/%lld", &step, &rank) != 2) return {0, 0};
   return {step, rank};
 }
-
-class Out {
- public:
-  explicit Out(std::string path) : path_(std::move(path)) {
-    if (sqlite3_open_v2(path_.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI,
-                        nullptr) != SQLITE_OK)
-      fail("cannot create the database");
-  }
-  ~Out() { sqlite3_close(db_); }
-  Out(const Out&) = delete;
-  Out& operator=(const Out&) = delete;
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string m = err ? err : "unknown error";
-      sqlite3_free(err);
-      throw Error(path_ + ": SQLite: " + m);
-    }
-  }
-  // One statement with text parameters, run once.
-  void run(const char* sql, const std::vector<std::string>& args) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) fail("cannot prepare");
-    for (size_t i = 0; i < args.size(); ++i)
-      sqlite3_bind_text(s, static_cast<int>(i + 1), args[i].data(),
-                        static_cast<int>(args[i].size()), SQLITE_TRANSIENT);
-    const int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) fail("cannot write");
-  }
-  long long changes() const { return sqlite3_changes64(db_); }
-  [[noreturn]] void fail(const std::string& what) {
-    throw Error(path_ + ": " + what + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
-  }
-
- private:
-  std::string path_;
-  sqlite3* db_ = nullptr;
-};
 
 // A file name as an SQL string literal ('' doubles a quote), for ATTACH.
 std::string sql_literal(const std::string& s) {
@@ -162,13 +104,8 @@ std::string sql_literal(const std::string& s) {
 }  // namespace
 
 std::string shard_meta_json(int index, int count, const std::vector<std::string>& units) {
-  std::string out = "{\"index\": " + std::to_string(index) +
-                    ", \"count\": " + std::to_string(count) + ", \"units\": [";
-  for (size_t i = 0; i < units.size(); ++i) {
-    if (i) out += ", ";
-    base::append_py_string(out, units[i]);
-  }
-  return out + "]}";
+  return "{\"index\": " + std::to_string(index) + ", \"count\": " + std::to_string(count) +
+         ", \"units\": " + string_list_json(units) + "}";
 }
 
 VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std::string& out) {
@@ -216,7 +153,7 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
   std::set<int64_t> steps, ranks;
   int64_t micro_steps = 0;
   for (const auto& [k, s] : by_index) {
-    for (std::string& n : list_items(meta_text(*s, "notes"), s->path + " (notes)"))
+    for (std::string& n : parse_string_list(meta_text(*s, "notes")))
       if (seen_notes.insert(n).second) notes.push_back(std::move(n));
     for (auto& f : object_items(meta_text(*s, "findings"), s->path + " (findings)"))
       findings.push_back(std::move(f));
@@ -228,12 +165,7 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
   std::stable_sort(findings.begin(), findings.end(), [](const auto& a, const auto& b) {
     return findings_key(a.first) < findings_key(b.first);
   });
-  std::string notes_json = "[", findings_json = "{";
-  for (size_t i = 0; i < notes.size(); ++i) {
-    if (i) notes_json += ", ";
-    base::append_py_string(notes_json, notes[i]);
-  }
-  notes_json += ']';
+  std::string findings_json = "{";
   for (size_t i = 0; i < findings.size(); ++i) {
     if (i) findings_json += ", ";
     base::append_py_string(findings_json, findings[i].first);
@@ -244,7 +176,7 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
   const std::string tmp = out + ".tmp" + std::to_string(getpid());
   std::remove(tmp.c_str());
   try {
-    Out db(tmp);
+    SqliteWriter db(tmp);
     db.exec(kBulkLoadPragmas);
     db.exec(kCreateNodes);
     db.exec(kCreateStack);
@@ -271,14 +203,23 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
       db.exec("DETACH DATABASE shard");
       db.exec("BEGIN");
     }
-    db.run("UPDATE tb_config SET micro_steps = ?, rank_list = ?, step_list = ?",
-           {std::to_string(micro_steps), int_list(ranks), int_list(steps)});
-    const std::pair<const char*, std::string> meta[] = {{"format", meta_text(first, "format")},
+    sqlite3_stmt* config =
+        db.prepare("UPDATE tb_config SET micro_steps = ?, rank_list = ?, step_list = ?");
+    const std::string rank_list = int_list_json(ranks), step_list = int_list_json(steps);
+    sqlite3_bind_int64(config, 1, micro_steps);
+    bind_text(config, 2, rank_list);
+    bind_text(config, 3, step_list);
+    db.step(config);
+    sqlite3_stmt* meta = db.prepare("INSERT INTO numprobe_meta (key, value) VALUES (?, ?)");
+    const std::pair<const char*, std::string> rows[] = {{"format", meta_text(first, "format")},
                                                         {"mode", meta_text(first, "mode")},
-                                                        {"notes", notes_json},
+                                                        {"notes", string_list_json(notes)},
                                                         {"findings", findings_json}};
-    for (const auto& [key, value] : meta)
-      db.run("INSERT INTO numprobe_meta (key, value) VALUES (?, ?)", {key, value});
+    for (const auto& [key, value] : rows) {
+      bind_text(meta, 1, key);
+      bind_text(meta, 2, value);
+      db.step(meta);
+    }
     db.exec(kCreateIndexes);
     db.exec("COMMIT");
   } catch (...) {

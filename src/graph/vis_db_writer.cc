@@ -10,61 +10,12 @@
 #include <unordered_map>
 
 #include "base/py_json_writer.h"
+#include "graph/sqlite_writer.h"
+#include "graph/vis_json.h"
 #include "numprobe/error.h"
 
 namespace numprobe::graph {
 namespace {
-
-class Db {
- public:
-  explicit Db(std::string path) : path_(std::move(path)) {
-    if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-        SQLITE_OK)
-      fail("cannot create the database");
-  }
-  ~Db() {
-    for (sqlite3_stmt* s : stmts_) sqlite3_finalize(s);
-    sqlite3_close(db_);
-  }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-
-  void exec(const char* sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string m = err ? err : "unknown error";
-      sqlite3_free(err);
-      throw Error(path_ + ": SQLite: " + m);
-    }
-  }
-  sqlite3_stmt* prepare(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK)
-      fail("cannot prepare a statement");
-    stmts_.push_back(s);
-    return s;
-  }
-  // Bindings outlive the step: a caller binds what changes and leaves what does not (the columns
-  // that are the same for a whole side stay bound from its first row).
-  void step(sqlite3_stmt* s) {
-    if (sqlite3_step(s) != SQLITE_DONE) fail("cannot insert");
-    sqlite3_reset(s);
-  }
-  [[noreturn]] void fail(const std::string& what) {
-    throw Error(path_ + ": " + what + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
-  }
-
- private:
-  std::string path_;
-  sqlite3* db_ = nullptr;
-  std::vector<sqlite3_stmt*> stmts_;
-};
-
-// An empty view binds '' (SQLite would bind NULL for a null pointer). SQLITE_STATIC: every bound
-// text outlives the sqlite3_step that reads it (Db::step resets the statement right after).
-void bind_text(sqlite3_stmt* s, int i, std::string_view v) {
-  sqlite3_bind_text(s, i, v.data() ? v.data() : "", static_cast<int>(v.size()), SQLITE_STATIC);
-}
 
 void json_name_list(std::string& out, const Graph& g, const std::vector<uint32_t>& ids) {
   out = "[";
@@ -244,7 +195,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
   const std::string tmp = path + ".tmp" + std::to_string(getpid());
   std::remove(tmp.c_str());
   {
-    Db db(tmp);
+    SqliteWriter db(tmp);
     // A one-shot bulk load: no rollback journal, no fsync per page; the rename below is the commit.
     // The indexes exist before the rows: kept up to date row by row, they cost less than six
     // CREATE INDEX scans of a table whose JSON columns make it large.
@@ -326,18 +277,13 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
         }
       }
     }
-    auto int_list = [](const std::set<int64_t>& v) {
-      std::string s = "[";
-      for (int64_t x : v) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
-      return s + "]";
-    };
     sqlite3_stmt* cfg = db.prepare(
         "INSERT INTO tb_config (id, graph_type, task, tool_tip, micro_steps, overflow_check, "
         "node_colors, rank_list, step_list) VALUES ('1', ?, ?, ?, ?, 0, ?, ?, ?)");
     bind_text(cfg, 1, content.compare ? "compare" : "build");
     bind_text(cfg, 2, task_name(content.mode));
     const std::string tips = tool_tip_json(content.mode), colors = node_colors_json(content.mode),
-                      rank_list = int_list(ranks), step_list = int_list(steps);
+                      rank_list = int_list_json(ranks), step_list = int_list_json(steps);
     bind_text(cfg, 3, tips);
     sqlite3_bind_int64(cfg, 4, micro_steps);
     bind_text(cfg, 5, colors);
@@ -345,12 +291,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     bind_text(cfg, 7, step_list);
     db.step(cfg);
     sqlite3_stmt* meta = db.prepare("INSERT INTO numprobe_meta (key, value) VALUES (?, ?)");
-    std::string notes = "[";
-    for (size_t i = 0; i < content.notes.size(); ++i) {
-      if (i) notes += ", ";
-      base::append_py_string(notes, content.notes[i]);
-    }
-    notes += ']';
+    const std::string notes = string_list_json(content.notes);
     std::string mode;
     base::append_py_string(mode, compare_mode_name(content.mode));
     const std::pair<const char*, std::string> rows[] = {{"format", "\"numprobe-graph 1\""},

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/json_cursor.h"
+#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 
 namespace numprobe::graph {
@@ -46,6 +47,24 @@ std::string value_text(base::JsonCursor& c) {
 }
 
 }  // namespace
+
+std::string string_list_json(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    base::append_py_string(out, items[i]);
+  }
+  return out + ']';
+}
+
+std::string int_list_json(const std::set<int64_t>& items) {
+  std::string out = "[";
+  for (int64_t x : items) {
+    if (out.size() > 1) out += ", ";
+    out += std::to_string(x);
+  }
+  return out + ']';
+}
 
 std::vector<std::string> parse_string_list(std::string_view json) {
   std::vector<std::string> out;

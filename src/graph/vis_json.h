@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -11,6 +13,10 @@
 #include "graph/vis_db_reader.h"
 
 namespace numprobe::graph {
+
+// Writers, as Python's json.dumps writes them: ["a", "b"] and [0, 1].
+std::string string_list_json(const std::vector<std::string>& items);
+std::string int_list_json(const std::set<int64_t>& items);
 
 // A JSON list of strings (non-strings are skipped).
 std::vector<std::string> parse_string_list(std::string_view json);

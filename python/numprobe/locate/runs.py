@@ -46,18 +46,25 @@ def tail_of(path, lines=TAIL_LINES):
         return "".join(f.readlines()[-lines:])
 
 
-def run_command(command, log_path, env_extra, what):
-    """Runs a shell command with env_extra added, stdout and stderr into log_path. Returns the
-    seconds it took; raises RunFailed on a nonzero exit."""
-    env = dict(os.environ)
-    env.update(env_extra)
+def _logged_call(command, log_path, what, ok_codes=(0,), **popen):
+    """Runs command with stdout and stderr into log_path; returns (exit code, seconds). Codes
+    outside ok_codes raise RunFailed with the log's last lines."""
     t0 = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
-        code = subprocess.call(command, shell=True, stdout=log, stderr=subprocess.STDOUT, env=env)
+        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, **popen)
     seconds = time.monotonic() - t0
-    if code != 0:
-        raise RunFailed(what, command, code, tail_of(log_path), log_path)
-    return seconds
+    if code not in ok_codes:
+        shown = command if isinstance(command, str) else " ".join(command)
+        raise RunFailed(what, shown, code, tail_of(log_path), log_path)
+    return code, seconds
+
+
+def run_command(command, log_path, env_extra, what):
+    """Runs a shell command with env_extra added. Returns the seconds it took; raises RunFailed on
+    a nonzero exit."""
+    env = dict(os.environ)
+    env.update(env_extra)
+    return _logged_call(command, log_path, what, shell=True, env=env)[1]
 
 
 def numprobe_cli():
@@ -71,11 +78,4 @@ def numprobe_cli():
 
 def run_numprobe(args, log_path, what, ok_codes=(0,)):
     """Runs `numprobe <args>`; returns (exit code, seconds). Codes outside ok_codes raise."""
-    command = [numprobe_cli()] + list(args)
-    t0 = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
-        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
-    seconds = time.monotonic() - t0
-    if code not in ok_codes:
-        raise RunFailed(what, " ".join(command), code, tail_of(log_path), log_path)
-    return code, seconds
+    return _logged_call([numprobe_cli()] + list(args), log_path, what, ok_codes)
