@@ -53,6 +53,13 @@ demo: build
 	PYTHONPATH=python $(BIN) locate --golden "$(PY) examples/python/locate_demo_golden.py" --target "$(PY) examples/python/locate_demo_target.py" -o demo_out/locate
 	@echo "Report: demo_out/locate/locate_report.md"
 	@echo
+	@echo "== monitor: a training run watched by numprobe.TrainerMon (step 12's batch is unnormalised) =="
+	@rm -rf demo_out/monitor
+	MONITOR_OUTPUT_DIR=demo_out/monitor PYTHONPATH=python $(PY) examples/python/monitor_demo.py examples/monitor/monitor_config.json
+	$(BIN) monitor-analyse demo_out/monitor -k 5
+	$(BIN) monitor-report demo_out/monitor -o demo_out/monitor/report.html
+	@echo "Report: demo_out/monitor/report.html (one file: open it in any browser)"
+	@echo
 	@echo "== graph: the same compare as two model hierarchies, for the browser =="
 	@rm -rf demo_out/graph
 	$(BIN) graph -t demo_out/capture/run_b -g demo_out/capture/run_a -o demo_out/graph/faulty_run.vis.db

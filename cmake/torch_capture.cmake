@@ -66,8 +66,8 @@ target_compile_options(numprobe_torch_common PRIVATE ${NUMPROBE_WARNINGS})
 file(GLOB NUMPROBE_CAPTURE_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capture/torch/*.cc)
 add_library(numprobe_capture_torch_obj OBJECT ${NUMPROBE_CAPTURE_TORCH_SOURCES})
 target_include_directories(numprobe_capture_torch_obj PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_torch_common
-                                                        numprobe_torch_deps)
+target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_monitor
+                                                        numprobe_torch_common numprobe_torch_deps)
 target_compile_options(numprobe_capture_torch_obj PRIVATE ${NUMPROBE_WARNINGS})
 
 # The fused CUDA statistics kernel, where torch was built with CUDA and nvcc is found. It is compiled
@@ -124,12 +124,12 @@ endif()
 message(STATUS "numprobe: fused CUDA statistics kernel ${NUMPROBE_CUDA_KERNEL} ${_np_archs}")
 
 add_library(numprobe_capture_torch STATIC $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
-target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_torch_common numprobe_torch_deps)
+target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_monitor numprobe_torch_common numprobe_torch_deps)
 
 add_library(numprobe_shared SHARED $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
 set_target_properties(numprobe_shared PROPERTIES OUTPUT_NAME numprobe)
 target_include_directories(numprobe_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>)
-target_link_libraries(numprobe_shared PRIVATE numprobe_torch_common numprobe_capture_core numprobe_format numprobe_core
+target_link_libraries(numprobe_shared PRIVATE numprobe_torch_common numprobe_capture_core numprobe_monitor numprobe_format numprobe_core
                                       PUBLIC numprobe_torch_deps)
 add_library(numprobe::numprobe ALIAS numprobe_shared)
 if(NUMPROBE_CUDA_KERNEL)
@@ -148,6 +148,7 @@ set_target_properties(numprobe_shared PROPERTIES INSTALL_RPATH "${_np_rpath}")
 
 install(TARGETS numprobe_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/include/numprobe/capture.h ${CMAKE_SOURCE_DIR}/include/numprobe/capture_scope.h
+              ${CMAKE_SOURCE_DIR}/include/numprobe/monitor.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/numprobe)
 get_filename_component(NUMPROBE_TORCH_CMAKE_PREFIX "${Torch_DIR}" DIRECTORY)
 

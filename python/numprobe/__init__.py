@@ -13,10 +13,11 @@ import importlib
 
 from .config_check import ConfigChecker
 
-__all__ = ["PrecisionDebugger", "seed_all", "ConfigChecker"]
+__all__ = ["PrecisionDebugger", "seed_all", "ConfigChecker", "TrainerMon"]
 __version__ = "0.1.0"
 
-_LAZY = {"PrecisionDebugger": ".debugger", "seed_all": ".debugger", "_C": "._C"}
+_LAZY = {"PrecisionDebugger": ".debugger", "seed_all": ".debugger", "TrainerMon": ".monitor",
+         "_C": "._C"}
 
 
 def __getattr__(name):

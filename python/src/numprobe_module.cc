@@ -17,6 +17,7 @@
 #include "capture/torch/torch_capture.h"
 #include "direct_mode.h"
 #include "module_recorders.h"
+#include "monitor_bindings.h"
 #include "numprobe/error.h"
 #include "py_values.h"
 
@@ -138,4 +139,5 @@ PYBIND11_MODULE(_C, m) {
   });
 
   numprobe::python::register_module_recorders(m);
+  numprobe::python::register_monitor(m);
 }

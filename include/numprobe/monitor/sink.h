@@ -59,6 +59,7 @@ double op_value(const TensorSummary& s, const std::string& op);
 struct MetricRow {
   std::string name;         // msprobe's row name, e.g. "0:fc1.weight" or "0:fc2.input:0"
   int64_t micro_step = -1;  // >= 0 for actv / actv_grad rows
+  int64_t call_id = -1;     // order of the call in its step; -1: call_id_base + row index
   TensorSummary summary;
 };
 

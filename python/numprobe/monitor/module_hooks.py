@@ -1,0 +1,185 @@
+"""Activation hooks of TrainerMon: module inputs/outputs and their gradients (xy_distribution),
+the module structure (print_struct) and the modules' call stacks (stack_info)."""
+import csv
+import inspect
+import json
+import os
+import traceback
+
+import torch
+
+from .groups import G
+from .names import chunk_prefix, slot_names, squash_param_name
+
+_FORWARD_TAKES_KWARGS = "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_hook).parameters
+
+
+def _tensors(value):
+    """The tensors of a module's arguments or result, one level deep (msprobe records tensors and
+    tuples/lists of them)."""
+    if isinstance(value, torch.Tensor) or value is None:
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, torch.Tensor) or v is None]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, torch.Tensor)]
+    return []
+
+
+def _struct(values):
+    """msprobe's get_param_struct: the shapes and dtypes of one slot."""
+    if isinstance(values, (tuple, list)):
+        out = {"config": f"{type(values).__name__}[{len(values)}]"}
+        for i, x in enumerate(values):
+            out[i] = (f"size={tuple(x.shape)}, dtype={x.dtype}" if torch.is_tensor(x)
+                      else f"{type(x)}")
+        return out
+    if torch.is_tensor(values):
+        return {"config": "tensor", "tensor": f"size={tuple(values.shape)}, dtype={values.dtype}"}
+    return {"config": f"{type(values)}"}
+
+
+class _Context:
+    __slots__ = ("name", "micro_step")
+
+    def __init__(self, name):
+        self.name = name
+        self.micro_step = 0
+
+
+class ModuleHooks:
+    def __init__(self, mon):
+        self.mon = mon
+        self.handles = []
+        self.structs = {}  # print_struct: module name -> slot structures
+        self.stacks = {}   # stack_info: module name -> call stack of its first forward
+        self.stack_written = False
+
+    # ---- which modules -------------------------------------------------------------------
+    def _target_name(self, module_name, prefix):
+        c = self.mon.config
+        squashed = prefix + squash_param_name(module_name, c["squash_name"])
+        if c["all_xy"] or c["print_struct"] or not c["targets"]:
+            return squashed
+        for candidate in (squashed, prefix + module_name):
+            if candidate in c["targets"]:
+                return candidate
+        # A target without the "<vpp>:" prefix names the module in every chunk (msprobe).
+        if module_name in c["targets"]:
+            return squashed
+        return ""
+
+    def install(self):
+        c = self.mon.config
+        for vpp, chunk in enumerate(self.mon.model):
+            prefix = chunk_prefix(vpp)
+            for module_name, module in chunk.named_modules():
+                if c["stack_info"]:
+                    self._hook(module.register_forward_hook(
+                        self._stack_hook(prefix + squash_param_name(module_name, c["squash_name"]))))
+                name = self._target_name(module_name, prefix)
+                if not name or not (c["xy_distribution"] or c["print_struct"]):
+                    continue
+                if not c["backward_only"]:
+                    self._register_forward(module, _Context(name))
+                if not c["forward_only"]:
+                    self._hook(module.register_full_backward_hook(self._backward_hook(_Context(name))))
+
+    def _hook(self, handle):
+        self.handles.append(handle)
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+    # ---- hooks ---------------------------------------------------------------------------
+    def _register_forward(self, module, ctx):
+        hook = self._forward_hook(ctx)
+        if _FORWARD_TAKES_KWARGS:
+            self._hook(module.register_forward_hook(hook, with_kwargs=True))
+        else:  # torch 1.x: positional arguments only
+            self._hook(module.register_forward_hook(lambda m, a, o: hook(m, a, {}, o)))
+
+    def _forward_hook(self, ctx):
+        mon = self.mon
+        group = G["actv"]
+
+        def hook(module, args, kwargs, output):
+            if not module.training or not mon.collecting():
+                return
+            inputs = [a for a in args if torch.is_tensor(a)]
+            inputs += [v for v in kwargs.values() if torch.is_tensor(v)]
+            outputs = _tensors(output)
+            if mon.config["print_struct"]:
+                self.structs.setdefault(ctx.name, {}).update(
+                    {"input": _struct(inputs), "output": _struct(output)})
+                return
+            add = mon.collector.add
+            with torch.no_grad():
+                for slot, tensors in (("input", inputs), ("output", outputs)):
+                    for row, t in zip(slot_names(ctx.name, slot, len(tensors)), tensors):
+                        add(group, row, ctx.micro_step, t)
+            ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
+
+        return hook
+
+    def _backward_hook(self, ctx):
+        mon = self.mon
+        group = G["actv_grad"]
+
+        def hook(module, grad_input, grad_output):
+            if not mon.collecting():
+                return
+            if mon.config["print_struct"]:
+                self.structs.setdefault(ctx.name, {}).update(
+                    {"input_grad": _struct(grad_input), "output_grad": _struct(grad_output)})
+                return
+            add = mon.collector.add
+            with torch.no_grad():
+                for slot, grads in (("input", _tensors(grad_input)), ("output", _tensors(grad_output))):
+                    for row, g in zip(slot_names(ctx.name, slot, len(grads)), grads):
+                        add(group, row, ctx.micro_step, g)
+            ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
+
+        return hook
+
+    def _stack_hook(self, name):
+        mon = self.mon
+
+        def hook(module, args, output):
+            if self.stack_written or name in self.stacks or not mon.collecting():
+                return
+            frames = [f for f in traceback.extract_stack()[:-1]
+                      if "/torch/" not in f.filename and "/numprobe/monitor/" not in f.filename]
+            self.stacks[name] = ";".join(f"{f.filename}[{f.lineno}] {f.name}" for f in frames)
+
+        return hook
+
+    # ---- step boundaries -------------------------------------------------------------------
+    def before_step(self):
+        """print_struct: after the first step's forward and backward, the structure is written
+        and training stops (msprobe raises there too)."""
+        mon = self.mon
+        if mon.config["print_struct"] and self.structs:
+            out_dir = os.path.join(mon.output_base, "module_struct", f"rank{mon.rank}")
+            os.makedirs(out_dir, exist_ok=True)
+            path = os.path.join(out_dir, "module_struct.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(self.structs, f, indent=1, default=str)
+            raise RuntimeError(f"numprobe monitor: print_struct: module structure written to {path}; "
+                               "exit after the first monitored step (as msprobe)")
+
+    def after_written(self):
+        """stack_info: the modules' stacks of the first written step, once."""
+        mon = self.mon
+        if not mon.config["stack_info"] or self.stack_written or mon.collector is None:
+            return
+        self.stack_written = True
+        path = os.path.join(mon.collector.run_dir(), "stack_info.csv")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["module_name", "stack_info"])
+            for name, stack in self.stacks.items():
+                w.writerow([name, stack])
+

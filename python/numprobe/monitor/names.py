@@ -1,0 +1,31 @@
+"""msprobe's monitor names: squashed parameter names and row names (docs/monitor.md, "Outputs")."""
+import re
+
+NAME_SEP = ":"
+
+_SQUASH = [r"^.*\.(layers?\..*)", r"^.*\.(embeddings?\..*)", r"^.*\.(final.*)",
+           r"^.*\.(output.*)", r"^.*\.(norm.*)"]
+
+
+def squash_param_name(name, enable=True):
+    """msprobe's squash: keep what follows the first recognised container (layers., embedding...)."""
+    if not enable:
+        return name
+    for pattern in _SQUASH:
+        match = re.findall(pattern, name)
+        if match:
+            return match[0]
+    return name
+
+
+def chunk_prefix(vpp_stage):
+    """The virtual pipeline stage prefix of every name: "0:" for a single model."""
+    return f"{vpp_stage}{NAME_SEP}"
+
+
+def slot_names(base, slot, count):
+    """Row names of a module's tensors in one slot (input, output): one tensor keeps the slot
+    name, several are numbered (msprobe's build_tbtag_tensor_map)."""
+    if count == 1:
+        return [f"{base}.{slot}"]
+    return [f"{base}.{slot}_{i}" for i in range(count)]

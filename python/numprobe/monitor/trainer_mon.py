@@ -1,0 +1,384 @@
+"""numprobe.TrainerMon: msprobe's TrainerMon API over numprobe's collector (docs/monitor.md).
+
+The Python side only decides *what* to summarise and *when*: module forward/backward hooks,
+per-parameter gradient-accumulation hooks, and a wrapper around ``optimizer.step``. Each tensor
+goes to the C++ collector, which summarises it in one pass and writes the step's rows when the
+optimizer step ends (msprobe's step_final_hook).
+"""
+import json
+import logging
+import os
+
+import torch
+
+from . import collectives, module_hooks
+from .groups import G, _C
+from .names import chunk_prefix, squash_param_name
+
+log = logging.getLogger("numprobe.monitor")
+
+
+def _rank():
+    dist = torch.distributed
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _read_config(path):
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise _C.NumprobeError(f"{path}: cannot read the monitor config: {e.strerror}") from None
+    return text, json.loads(_C.monitor_config_json(text, str(path)))
+
+
+class TrainerMon:
+    """msprobe's ``TrainerMon(config_file_path, process_group=None, params_have_main_grad=True,
+    opt_ty=None)``. ``opt_ty`` is accepted for scripts written for msprobe and not needed: any
+    torch optimizer is read through its ``state`` (``exp_avg``, ``exp_avg_sq`` where it keeps
+    them). ``params_have_main_grad`` reads ``param.main_grad`` where a parameter has one (Megatron),
+    ``param.grad`` otherwise."""
+
+    def __init__(self, config_file_path, process_group=None, params_have_main_grad=True,
+                 opt_ty=None):
+        self.config_file_path = str(config_file_path)
+        self.process_group = process_group
+        self.params_have_main_grad = params_have_main_grad
+        self.opt_ty = opt_ty
+        self._config_text, self.config = _read_config(self.config_file_path)
+        self.rank = _rank()
+        self.output_base = os.environ.get("MONITOR_OUTPUT_DIR", "./monitor_output")
+        self.dynamic_enable = os.getenv("DYNAMIC_MONITOR", "False").lower() == "true"
+        self._config_mtime = 0.0  # dynamic mode: the first check reads the file
+        self.collector = None
+        self.model = []
+        self.optimizer = None
+        self.micro_batch_number = 1
+        self.step = 0  # the optimizer's step count (msprobe's OptimizerContext.step)
+        self.start_step = self.config["start_step"]
+        self.collected = 0
+        self.monitoring = False
+        self.anomalies = []  # every anomaly reported so far (dicts), in report order
+        self._handles = []
+        self._module_hooks = None
+        self._cc = None
+        self._param_names = {}  # param -> row name ("0:fc1.weight")
+        self._grad_accs = []
+        self._last_rows = []
+        if not self.dynamic_enable and self.config["collect_times"] > 0:
+            self.monitoring = True
+
+    # ---- msprobe's API -------------------------------------------------------------------
+    def set_monitor(self, model, grad_acc_steps=1, optimizer=None, dp_group=None, tp_group=None,
+                    start_iteration=0):
+        """Hooks ``model`` (a module or a list of virtual pipeline chunks) and ``optimizer``.
+        msprobe's releases differ in the order of ``grad_acc_steps`` and ``optimizer``; either
+        order works positionally. ``dp_group``/``tp_group`` are accepted and not needed: the
+        reduced gradients are read where the optimizer reads them."""
+        if _is_optimizer(grad_acc_steps) and not _is_optimizer(optimizer):
+            grad_acc_steps, optimizer = (optimizer if optimizer is not None else 1), grad_acc_steps
+        if optimizer is None or not _is_optimizer(optimizer):
+            raise TypeError("numprobe TrainerMon.set_monitor: optimizer is required (its step() "
+                            "ends a monitored training step)")
+        if not isinstance(grad_acc_steps, int) or grad_acc_steps < 1:
+            raise ValueError(f"numprobe TrainerMon.set_monitor: grad_acc_steps must be a positive "
+                             f"int, got {grad_acc_steps!r}")
+        if not isinstance(start_iteration, int) or start_iteration < 0:
+            raise ValueError(f"numprobe TrainerMon.set_monitor: start_iteration must be an int >= "
+                             f"0, got {start_iteration!r}")
+        self.model = list(model) if isinstance(model, (list, tuple)) else [model]
+        self.optimizer = optimizer
+        self.micro_batch_number = grad_acc_steps
+        self.step = start_iteration
+        self.dp_group, self.tp_group = dp_group, tp_group
+        self._wrap_step(optimizer)
+        if self.monitoring:
+            self._start()
+
+    def generate_wgrad_metrics(self):
+        """The reduced and unreduced weight-gradient metrics: (reduced, unreduced), each
+        {tag: {op: value}}. Reduced ones are read now from the parameters; unreduced ones are
+        those of the last written step."""
+        reduced = {}
+        for param, name in self._param_names.items():
+            grad = self._grad_of(param)
+            if grad is not None:
+                reduced[self._tag(name, "post_grad")] = self._summary_ops(grad)
+        unreduced = {self._tag(r["name"], "acc_grad"): r["ops"] for r in self._last_rows
+                     if r["group"] == "grad_unreduced"}
+        return reduced, unreduced
+
+    def generate_xy_metrics(self):
+        """Activation and activation-gradient metrics of the last written step: (actv, actv_grad),
+        each {tag: {op: value}}."""
+        def of(group, task):
+            return {self._tag(r["name"], task): r["ops"] for r in self._last_rows
+                    if r["group"] == group}
+        return of("actv", "actv"), of("actv_grad", "actv_grad")
+
+    # ---- state ---------------------------------------------------------------------------
+    def _tag(self, name, task):
+        return f"{name}/rank{self.rank}/{task}"
+
+    def _summary_ops(self, tensor):
+        summary = _C.monitor_tensor_summary(tensor, float(self.config["eps"]))
+        return {op: summary[op] for op in self.config["ops"]}
+
+    def _grad_of(self, param):
+        if self.params_have_main_grad:
+            main = getattr(param, "main_grad", None)
+            if main is not None:
+                return main
+        return param.grad
+
+    def collecting(self, step=None):
+        """Whether ``step`` (default: the current one) is written: the schedule of the config
+        (start_step, step_interval, collect_times)."""
+        step = self.step if step is None else step
+        c = self.config
+        if not self.monitoring or step < self.start_step:
+            return False
+        if (step - self.start_step) % c["step_interval"]:
+            return False
+        return self.collected < c["collect_times"]
+
+    def _rank_monitored(self):
+        ranks = self.config["module_ranks"]
+        return not ranks or self.rank in ranks
+
+    def _start(self):
+        """Creates the writer and the hooks (at set_monitor, or when dynamic mode turns on)."""
+        if not self._rank_monitored():
+            return
+        if self.collector is None:
+            self.collector = _C.MonitorCollector(self._config_text, self.config_file_path,
+                                                 self.output_base, self.rank)
+        self._register_params()
+        c = self.config
+        if c["wg_distribution"]:
+            self._hook_weight_grads()
+        if c["xy_distribution"] or c["print_struct"] or c["stack_info"]:
+            self._module_hooks = module_hooks.ModuleHooks(self)
+            self._module_hooks.install()
+        if c["cc_distribution"]["enable"]:
+            self._cc = collectives.CollectiveHooks(self)
+            self._cc.install()
+
+    def _stop(self):
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self._grad_accs.clear()
+        if self._module_hooks is not None:
+            self._module_hooks.remove()
+            self._module_hooks = None
+        if self._cc is not None:
+            self._cc.remove()
+            self._cc = None
+
+    def _register_params(self):
+        """msprobe's _register_chunk: every trainable parameter a target names (all when targets
+        is empty), named "<vpp>:<squashed name>" unless two squash to the same name."""
+        self._param_names = {}
+        targets = list(self.config["targets"].keys()) or [""]
+        squash = self.config["squash_name"]
+        taken = set()
+        for vpp, chunk in enumerate(self.model):
+            prefix = chunk_prefix(vpp)
+            for pname, param in chunk.named_parameters():
+                if not param.requires_grad:
+                    continue
+                squashed = prefix + squash_param_name(pname, squash)
+                full = prefix + pname
+                if not any(pname.startswith(t) or squashed.startswith(t) or full.startswith(t)
+                           for t in targets):
+                    continue
+                name = full if squashed in taken else squashed
+                taken.add(name)
+                self._param_names[param] = name
+
+    def _hook_weight_grads(self):
+        """Unreduced weight gradients: a post-hook on each parameter's AccumulateGrad node (the
+        gradient as accumulated, before any data-parallel reduce), read at the last micro-batch
+        or at every one with monitor_mbs_grad."""
+        mbs = self.config["monitor_mbs_grad"]
+        collector = self.collector
+        group = G["grad_unreduced"]
+        for param, name in self._param_names.items():
+            param._numprobe_micro_step = 0
+            acc = param.expand_as(param).grad_fn.next_functions[0][0]
+
+            def hook(*_unused, param=param, name=name):
+                micro = param._numprobe_micro_step
+                param._numprobe_micro_step = (micro + 1) % self.micro_batch_number
+                if not self.collecting():
+                    return
+                if mbs or micro + 1 == self.micro_batch_number:
+                    with torch.no_grad():
+                        collector.add(group, name, micro if mbs else -1, self._grad_of(param))
+
+            self._handles.append(acc.register_hook(hook))
+            self._grad_accs.append(acc)  # the node must outlive the hook
+
+    def _wrap_step(self, optimizer):
+        original = optimizer.step
+        mon = self
+
+        def step(*args, **kwargs):
+            collecting = mon.collecting()
+            if collecting:
+                mon._before_step(optimizer)
+            out = original(*args, **kwargs)
+            if collecting:
+                mon._after_step()
+            mon._end_step()
+            return out
+
+        step._numprobe_original = original
+        optimizer.step = step
+
+    # ---- the optimizer step ----------------------------------------------------------------
+    def _before_step(self, optimizer):
+        c = self.config
+        if self._module_hooks is not None:
+            self._module_hooks.before_step()  # print_struct: writes the structure and stops
+        if self._cc is not None:
+            self._cc.before_step()
+        if self.collector is None:
+            return
+        add = self.collector.add
+        with torch.no_grad():
+            if c["wg_distribution"]:
+                for param, name in self._param_names.items():
+                    grad = self._grad_of(param)
+                    if grad is not None:
+                        add(G["grad_reduced"], name, -1, grad)
+            states = optimizer.state
+            if c["mv_distribution"]:
+                for key in ("exp_avg", "exp_avg_sq"):
+                    for param, name in self._param_names.items():
+                        value = states.get(param, {}).get(key)
+                        if value is not None:
+                            add(G[key], name, -1, value)
+            if c["param_distribution"]:
+                for param, name in self._param_names.items():
+                    add(G["param_origin"], name, -1, param)
+            if c["mg_direction"]:
+                self._mg_direction(states)
+            if c["ur_distribution"]:
+                self._update_ratio(optimizer)
+
+    def _mg_direction(self, states):
+        """Share of gradient elements whose sign agrees with the momentum's (msprobe:
+        ((sign(g)·sign(m)).sum()/N + 1)/2; 1.0 at step 0, before any momentum)."""
+        for param, name in self._param_names.items():
+            grad = self._grad_of(param)
+            if grad is None:
+                continue
+            m = states.get(param, {}).get("exp_avg")
+            if self.step == 0 or m is None:
+                self.collector.add_value(G["other"], name, 1.0)
+            elif m.numel() == 0:
+                self.collector.add_value(G["other"], name, 1.0)
+            else:
+                ratio = ((grad.sign() * m.sign()).sum() / m.numel() + 1) / 2
+                self.collector.add(G["other"], name, -1, ratio)
+
+    def _update_ratio(self, optimizer):
+        """Adam's update m̂/(√v̂+eps) and ratio m̂/√v̂ (msprobe's ur_distribution), as rows
+        "<name>.adam_update" and "<name>.adam_ratio" of the group other."""
+        for group in optimizer.param_groups:
+            betas = group.get("betas")
+            eps = group.get("eps", 1e-8)
+            if betas is None:
+                continue
+            for param in group["params"]:
+                name = self._param_names.get(param)
+                state = optimizer.state.get(param, {})
+                if name is None or "exp_avg" not in state or "exp_avg_sq" not in state:
+                    continue
+                step = float(state.get("step", 0))
+                if step <= 0:
+                    continue
+                m_hat = state["exp_avg"] / (1 - betas[0] ** step)
+                v_hat = state["exp_avg_sq"] / (1 - betas[1] ** step)
+                root = v_hat.sqrt()
+                self.collector.add(G["other"], name + ".adam_update", -1, m_hat / (root + eps))
+                self.collector.add(G["other"], name + ".adam_ratio", -1, m_hat / root)
+
+    def _after_step(self):
+        if self.collector is not None and self.config["param_distribution"]:
+            with torch.no_grad():
+                for param, name in self._param_names.items():
+                    self.collector.add(G["param_updated"], name, -1, param)
+
+    def _end_step(self):
+        """msprobe's step_final_hook: write the step, count it, stop after collect_times."""
+        if self.collecting() and self.collector is not None:
+            found = self.collector.finish_step(self.step)
+            self._last_rows = self.collector.last_rows()
+            self.anomalies.extend(found)
+            for a in found:
+                log.warning("numprobe monitor: %s", a["message"])
+            if self._module_hooks is not None:
+                self._module_hooks.after_written()
+            self.collected += 1
+            if self.collected >= self.config["collect_times"]:
+                self._stop()
+                self.monitoring = False
+                if self.dynamic_enable:
+                    _switch_dynamic_off(self.config_file_path)
+        elif self.collector is not None and self.collector.pending_rows():
+            self.collector.discard_step()
+        self.step += 1
+        if self.dynamic_enable:
+            self._dynamic_reload()
+
+    def _dynamic_reload(self):
+        """DYNAMIC_MONITOR=True: the config is read again when the file changed; dynamic_on
+        starts monitoring at the next step (whatever start_step says)."""
+        try:
+            mtime = os.path.getmtime(self.config_file_path)
+        except OSError as e:
+            log.error("numprobe monitor: cannot stat %s: %s", self.config_file_path, e)
+            return
+        if mtime == self._config_mtime:
+            return
+        self._config_mtime = mtime
+        try:
+            text, config = _read_config(self.config_file_path)
+        except (ValueError, _C.NumprobeError) as e:
+            log.error("numprobe monitor: config not updated: %s", e)
+            return
+        if not config["dynamic_on"]:
+            return
+        self._stop()
+        if self.collector is not None:
+            self.collector.close()
+            self.collector = None
+        self._config_text, self.config = text, config
+        self.start_step = self.step
+        self.collected = 0
+        self.monitoring = config["collect_times"] > 0
+        if self.monitoring:
+            self._start()
+
+
+def _is_optimizer(obj):
+    return isinstance(obj, torch.optim.Optimizer) or (
+        hasattr(obj, "step") and hasattr(obj, "param_groups") and hasattr(obj, "state"))
+
+
+def _switch_dynamic_off(path):
+    """msprobe resets dynamic_on once collect_times steps are written, so the next change of
+    the file starts a new collection."""
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            config = json.load(f)
+        config["dynamic_on"] = False
+        tmp = path + ".numprobe.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2)
+        os.replace(tmp, path)
+    except (OSError, ValueError) as e:
+        log.error("numprobe monitor: cannot reset dynamic_on in %s: %s", path, e)
