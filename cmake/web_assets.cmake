@@ -5,6 +5,8 @@
 #                            a stamp holding the lock file's hash; see web_npm_ci.cmake)
 #   web/src/*.ts          -> tsc --noEmit (type check), esbuild -> <build>/web/app.js
 #   index.html, app.css, app.js -> <build>/web/web_assets.cc (web_embed.cmake)
+#   uPlot (npm) + web/report/*   -> <build>/web/report_assets.cc (report_embed.cmake): the
+#                                   self-contained page of `numprobe monitor-report`
 find_program(NUMPROBE_NPM npm REQUIRED)
 find_program(NUMPROBE_NODE node REQUIRED)
 set(_web_dir ${CMAKE_SOURCE_DIR}/web)
@@ -38,8 +40,23 @@ add_custom_command(
           -DAPP_JS=${_web_out}/app.js -DAPP_CSS=${_web_dir}/src/app.css
           -P ${CMAKE_SOURCE_DIR}/cmake/web_embed.cmake
   DEPENDS ${_web_out}/app.js ${_web_dir}/src/index.html ${_web_dir}/src/app.css
-          ${CMAKE_SOURCE_DIR}/cmake/web_embed.cmake
+          ${CMAKE_SOURCE_DIR}/cmake/web_embed.cmake ${CMAKE_SOURCE_DIR}/cmake/embed_bytes.cmake
   COMMENT "web: embed index.html, app.js, app.css"
   VERBATIM)
 
 target_sources(numprobe PRIVATE ${_web_out}/web_assets.cc)
+
+# numprobe monitor-report: uPlot's prebuilt IIFE bundle and style from node_modules, and the
+# report's plain-JS page script (no bundling needed).
+add_custom_command(
+  OUTPUT ${_web_out}/report_assets.cc
+  COMMAND ${CMAKE_COMMAND} -DOUT=${_web_out}/report_assets.cc
+          -DUPLOT_JS=${_web_dir}/node_modules/uplot/dist/uPlot.iife.min.js
+          -DUPLOT_CSS=${_web_dir}/node_modules/uplot/dist/uPlot.min.css
+          -DREPORT_JS=${_web_dir}/report/report.js -DREPORT_CSS=${_web_dir}/report/report.css
+          -P ${CMAKE_SOURCE_DIR}/cmake/report_embed.cmake
+  DEPENDS ${_web_out}/npm-ci.stamp ${_web_dir}/report/report.js ${_web_dir}/report/report.css
+          ${CMAKE_SOURCE_DIR}/cmake/report_embed.cmake ${CMAKE_SOURCE_DIR}/cmake/embed_bytes.cmake
+  COMMENT "web: embed uPlot and the monitor report page"
+  VERBATIM)
+target_sources(numprobe PRIVATE ${_web_out}/report_assets.cc)

@@ -1,15 +1,6 @@
 # cmake -P: writes OUT, a C++ source holding INDEX_HTML, APP_JS and APP_CSS as byte arrays and the
 # numprobe::serve::kWebAssets table (src/serve/web_assets.h). Written only when it changes.
-function(_embed var file)
-  file(READ ${file} _hex HEX)
-  string(LENGTH "${_hex}" _n)
-  math(EXPR _size "${_n} / 2")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," _bytes "${_hex}")
-  # Lines of 32 bytes keep the file diffable and the compiler's line buffer small.
-  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){32})" "\\1\n" _bytes "${_bytes}")
-  set(${var}_size ${_size} PARENT_SCOPE)
-  set(${var}_bytes "${_bytes}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/embed_bytes.cmake)
 
 _embed(html ${INDEX_HTML})
 _embed(js ${APP_JS})
@@ -36,10 +27,4 @@ const size_t kWebAssetCount = sizeof(kWebAssets) / sizeof(kWebAssets[0]);
 
 }  // namespace numprobe::serve
 ")
-set(_old "")
-if(EXISTS ${OUT})
-  file(READ ${OUT} _old)
-endif()
-if(NOT _old STREQUAL _src)
-  file(WRITE ${OUT} "${_src}")
-endif()
+_write_if_changed(${OUT} "${_src}")

@@ -32,10 +32,11 @@ LAYERS = {
     "serve": ENGINE + ["graph", "serve"],
     "acccheck": ENGINE + ["acccheck"],
     "capture": ENGINE + ["capture"],
-    "capture/torch": ENGINE + ["capture", "torch_common"],  # and itself, as every layer
+    "monitor": ENGINE + ["monitor"],
+    "capture/torch": ENGINE + ["capture", "monitor", "torch_common"],  # and itself, as every layer
     "torch_common": ["core", "torch_common"],
     "replay": ENGINE + ["acccheck", "replay", "torch_common"],
-    "cli": ENGINE + ["compare", "graph", "ckpt", "configcheck", "serve", "acccheck", "capture", "cli"],
+    "cli": ENGINE + ["compare", "graph", "ckpt", "configcheck", "serve", "acccheck", "capture", "monitor", "cli"],
 }
 # Folders with no layer rule of their own that still must resolve their includes.
 UNLAYERED = ["python/src", "tests", "bench"]

@@ -26,6 +26,9 @@ seeds_for() {
     config_pack_fuzz) echo "$root/tests/fuzz/seeds/config_pack" ;;
     vis_db_fuzz) echo "$root/tests/fuzz/seeds/vis_db $fx/golden_graph_mstt" ;;
     shard_summary_fuzz) echo "$root/tests/fuzz/seeds/shard_summary" ;;
+    monitor_config_fuzz) echo "$root/tests/fuzz/seeds/monitor_config" ;;
+    monitor_anomaly_fuzz) echo "$root/tests/fuzz/seeds/monitor_anomaly" ;;
+    monitor_csv_fuzz) echo "$root/tests/fuzz/seeds/monitor_csv" ;;
     *) echo "" ;;
   esac
 }

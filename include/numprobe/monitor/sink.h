@@ -82,6 +82,9 @@ class MetricSink {
   MetricSink& operator=(const MetricSink&) = delete;
 
   const std::string& run_dir() const;
+  // The pipeline stage and the ranks of this rank's process group, recorded in anomaly.json
+  // (msprobe's pp_stage and group_mates). Defaults: 0 and {rank}.
+  void set_group(int64_t pp_stage, std::vector<int64_t> group_mates);
 
   // The rows of one group for one step (call order). call_id_base numbers them for the anomaly
   // order (row i has call id call_id_base + i).
