@@ -6,8 +6,8 @@
 //   for (...) {
 //     auto y = model->forward(x);
 //     mon.record_activation("fc1", x, y);                     // xy_distribution (no module hooks
-//     loss.backward();                                        //   in libtorch: the program names them)
-//     mon.before_step(); optimizer.step(); mon.after_step();  // writes the step
+//     loss.backward();                                        //   in libtorch: the program names
+//     them) mon.before_step(); optimizer.step(); mon.after_step();  // writes the step
 //   }
 //
 // Weight gradients unreduced are read by tensor hooks on the parameters as they are accumulated

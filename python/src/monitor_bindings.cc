@@ -90,10 +90,9 @@ void register_monitor(py::module_& m) {
           [](MonitorCollector& c, int group, const std::string& name, int64_t micro_step,
              py::handle tensor) { c.add(group_arg(group), name, micro_step, tensor_arg(tensor)); },
           py::arg("group"), py::arg("name"), py::arg("micro_step"), py::arg("tensor"))
-      .def("add_value",
-           [](MonitorCollector& c, int group, const std::string& name, double value) {
-             c.add_value(group_arg(group), name, value);
-           })
+      .def("add_value", [](MonitorCollector& c, int group, const std::string& name,
+                           double value) { c.add_value(group_arg(group), name, value); })
+      .def("set_group", &MonitorCollector::set_group)
       .def("pending_rows", &MonitorCollector::pending_rows)
       .def("finish_step",
            [](MonitorCollector& c, int64_t step) { return anomalies_list(c.finish_step(step)); })
@@ -106,7 +105,8 @@ void register_monitor(py::module_& m) {
                d["name"] = row.name;
                d["micro_step"] = row.micro_step;
                py::dict ops;
-               for (const auto& op : c.config().ops) ops[op.c_str()] = monitor::op_value(row.summary, op);
+               for (const auto& op : c.config().ops)
+                 ops[op.c_str()] = monitor::op_value(row.summary, op);
                d["ops"] = ops;
                out.append(d);
              }

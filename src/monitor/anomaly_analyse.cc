@@ -70,6 +70,15 @@ int train_stage(const std::string& tag_name) {
   if (task == "actv_grad" || task == "pre_grad" || task == "post_grad" || task == "acc_grad")
     return 1;
   if (task == "exp_avg" || task == "exp_avg_sq") return 2;
+  // msprobe gives every other task -1 (before the forward). Right for param_origin (the weights
+  // the forward used), wrong for param_updated: those are the update's result, so a NaN the
+  // forward produced would be named at the parameters it later reached. numprobe orders them
+  // after the optimizer (docs/monitor.md, "monitor-analyse").
+  if (task == "param_updated") return 3;
+  // numprobe's rows of the group other (sign agreement, Adam update/ratio, collectives) are read
+  // at the optimizer step or carry a value from another rank: never the origin of a step's fault
+  // when a forward or backward row of the same step shows it too.
+  if (task == "other") return 2;
   return -1;
 }
 

@@ -63,7 +63,7 @@ const char* group_name(MetricGroup group) {
 const char* group_task(MetricGroup group) {
   switch (group) {
     case MetricGroup::kGradUnreduced:
-      return "pre_grad";
+      return "acc_grad";  // msprobe's param_hook tags unreduced gradients acc_grad
     case MetricGroup::kGradReduced:
       return "post_grad";
     default:
@@ -157,13 +157,14 @@ void MetricSink::write(MetricGroup group, int64_t step, const std::vector<Metric
       const std::string& op = s.config.ops[k];
       values[k] = op_value(row.summary, op);
       if (s.tb) s.tb->add_scalar(tag_name + "_" + op, step, values[k], wall_time);
+      if (row.no_tensor) continue;
       const auto hit = s.detector.check(tag_name, op, values[k]);
       if (!hit) continue;
       AnomalyEvent e;
       e.rank = s.rank;
       e.step = step;
       e.micro_step = row.micro_step >= 0 ? row.micro_step : 0;
-      e.call_id = call_id_base + static_cast<int64_t>(i);
+      e.call_id = row.call_id >= 0 ? row.call_id : call_id_base + static_cast<int64_t>(i);
       e.tag_name = tag_name;
       e.op = op;
       e.message = anomaly_message(*hit, tag_name, op, step, values[k]);

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 const std::pair<const char*, const char*> kTaskGroups[] = {{"actv_grad", "actv_grad"},
                                                            {"actv", "actv"},
                                                            {"pre_grad", "grad_unreduced"},
+                                                           {"acc_grad", "grad_unreduced"},
                                                            {"post_grad", "grad_reduced"},
                                                            {"exp_avg_sq", "exp_avg_sq"},
                                                            {"exp_avg", "exp_avg"},

@@ -2,8 +2,8 @@
 //
 // Invariants:
 //  - Every field msprobe documents is either honoured or refused: a field numprobe does not know or
-//    does not support (l2_targets, recording_l2_features, sa_order, ...) is a numprobe::Error naming
-//    the file and the field. A field of the wrong type or out of range likewise.
+//    does not support (l2_targets, recording_l2_features, sa_order, ...) is a numprobe::Error
+//    naming the file and the field. A field of the wrong type or out of range likewise.
 //  - Defaults are msprobe's: start_step 0, step_interval 1, collect_times 1e8, eps 1e-8, ndigits 6,
 //    step_count_per_record 1, squash_name true, format csv, ops ["norm"] when none are given.
 //  - ops keep the order of the file (the CSV columns follow it); duplicates are dropped.

@@ -39,7 +39,7 @@ enum class MetricGroup {
   kOther,          // other: mg_direction, update/ratio
 };
 const char* group_name(MetricGroup group);
-// The msprobe task name of a group as used in tags ("actv", "actv_grad", "pre_grad", "post_grad",
+// The msprobe task name of a group as used in tags ("actv", "actv_grad", "acc_grad", "post_grad",
 // "exp_avg", "exp_avg_sq", "param_origin", "param_updated", "other").
 const char* group_task(MetricGroup group);
 
@@ -60,6 +60,9 @@ struct MetricRow {
   std::string name;         // msprobe's row name, e.g. "0:fc1.weight" or "0:fc2.input:0"
   int64_t micro_step = -1;  // >= 0 for actv / actv_grad rows
   int64_t call_id = -1;     // order of the call in its step; -1: call_id_base + row index
+  // No tensor behind the row (a None gradient, an output left None): written as msprobe writes
+  // it (every op nan) so the files pair row for row, but never an anomaly.
+  bool no_tensor = false;
   TensorSummary summary;
 };
 

@@ -1,5 +1,6 @@
 """cc_distribution: statistics of the tensors of torch.distributed's collectives (msprobe's 16
-wrapped ops), written as rows of the group ``other`` named "<op>.<call>.<pre|post>_<i>"."""
+wrapped ops), written as rows of the group ``other`` named "cc:<op>.<call>.<pre|post>_<i>" (the
+vpp_stage column says "cc": msprobe's rows for collectives have no stage and shift its columns)."""
 import re
 import traceback
 
@@ -56,7 +57,7 @@ class CollectiveHooks:
     def _record(self, op, n, prefix, args):
         with torch.no_grad():
             for i, t in enumerate(_arg_tensors(args)):
-                self.mon.collector.add(OTHER, f"{op}.{n}.{prefix}_{i}", -1, t)
+                self.mon.collector.add(OTHER, f"cc:{op}.{n}.{prefix}_{i}", -1, t)
 
     def _wrap(self, op, fn):
         def wrapper(*args, **kwargs):

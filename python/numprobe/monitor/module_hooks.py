@@ -119,6 +119,8 @@ class ModuleHooks:
             with torch.no_grad():
                 for slot, tensors in (("input", inputs), ("output", outputs)):
                     for row, t in zip(slot_names(ctx.name, slot, len(tensors)), tensors):
+                        # None (MultiheadAttention's weights when not asked for): a nan row as
+                        # msprobe writes it, never an anomaly
                         add(group, row, ctx.micro_step, t)
             ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
 
@@ -139,6 +141,7 @@ class ModuleHooks:
             with torch.no_grad():
                 for slot, grads in (("input", _tensors(grad_input)), ("output", _tensors(grad_output))):
                     for row, g in zip(slot_names(ctx.name, slot, len(grads)), grads):
+                        # None (an input that needs no gradient): a nan row, never an anomaly
                         add(group, row, ctx.micro_step, g)
             ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
 

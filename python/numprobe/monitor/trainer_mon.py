@@ -153,6 +153,7 @@ class TrainerMon:
         if self.collector is None:
             self.collector = _C.MonitorCollector(self._config_text, self.config_file_path,
                                                  self.output_base, self.rank)
+            self.collector.set_group(*_group_of(self.process_group, self.rank))
         self._register_params()
         c = self.config
         if c["wg_distribution"]:
@@ -318,8 +319,11 @@ class TrainerMon:
             found = self.collector.finish_step(self.step)
             self._last_rows = self.collector.last_rows()
             self.anomalies.extend(found)
-            for a in found:
+            for a in found[:5]:
                 log.warning("numprobe monitor: %s", a["message"])
+            if len(found) > 5:
+                log.warning("numprobe monitor: ... and %d more anomalies at step %d (anomaly.json)",
+                            len(found) - 5, self.step)
             if self._module_hooks is not None:
                 self._module_hooks.after_written()
             self.collected += 1
@@ -362,6 +366,20 @@ class TrainerMon:
         self.monitoring = config["collect_times"] > 0
         if self.monitoring:
             self._start()
+
+
+def _group_of(process_group, rank):
+    """msprobe's pp_stage (this rank's rank in process_group) and group_mates (its ranks) for the
+    anomaly records; (0, [0]) without torch.distributed."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return 0, [rank]
+    group = process_group if process_group is not None else dist.group.WORLD
+    try:
+        mates = list(dist.get_process_group_ranks(group))
+    except (AttributeError, RuntimeError):  # torch 1.x: the world
+        mates = list(range(dist.get_world_size(group)))
+    return (mates.index(rank) if rank in mates else 0), mates
 
 
 def _is_optimizer(obj):

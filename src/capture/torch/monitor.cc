@@ -74,8 +74,8 @@ struct TrainerMon::Impl {
   std::unique_ptr<capture::MonitorCollector> collector;
   torch::optim::Optimizer* optimizer = nullptr;
   std::vector<std::pair<at::Tensor, std::string>> params;  // parameter, row name
-  std::vector<int64_t> param_micro;                       // micro step of each parameter
-  std::map<std::string, int64_t> module_micro;            // forward micro step per module
+  std::vector<int64_t> param_micro;                        // micro step of each parameter
+  std::map<std::string, int64_t> module_micro;             // forward micro step per module
   std::map<std::string, int64_t> module_grad_micro;
   int64_t micro_batches = 1;
   int64_t step = 0;
@@ -250,11 +250,17 @@ void TrainerMon::after_step() {
   ++m.step;
 }
 
-bool TrainerMon::collecting() const { return impl_->collecting(); }
-int64_t TrainerMon::step() const { return impl_->step; }
+bool TrainerMon::collecting() const {
+  return impl_->collecting();
+}
+int64_t TrainerMon::step() const {
+  return impl_->step;
+}
 std::string TrainerMon::run_dir() const {
   return impl_->collector ? impl_->collector->run_dir() : std::string();
 }
-std::vector<std::string> TrainerMon::anomalies() const { return impl_->anomalies; }
+std::vector<std::string> TrainerMon::anomalies() const {
+  return impl_->anomalies;
+}
 
 }  // namespace numprobe

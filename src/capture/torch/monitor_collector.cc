@@ -20,9 +20,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The groups in the order msprobe writes a step's files (step_final_hook).
 constexpr MetricGroup kWriteOrder[] = {
-    MetricGroup::kActv,         MetricGroup::kActvGrad,   MetricGroup::kGradUnreduced,
-    MetricGroup::kGradReduced,  MetricGroup::kExpAvg,     MetricGroup::kExpAvgSq,
-    MetricGroup::kParamOrigin,  MetricGroup::kParamUpdated, MetricGroup::kOther};
+    MetricGroup::kActv,        MetricGroup::kActvGrad,     MetricGroup::kGradUnreduced,
+    MetricGroup::kGradReduced, MetricGroup::kExpAvg,       MetricGroup::kExpAvgSq,
+    MetricGroup::kParamOrigin, MetricGroup::kParamUpdated, MetricGroup::kOther};
 
 monitor::TensorSummary all_nan() {
   monitor::TensorSummary s;
@@ -56,7 +56,7 @@ monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
 struct MonitorCollector::Pending {
   MetricGroup group;
   monitor::MetricRow row;
-  TensorLeaf leaf;     // statistics, or their deferred values (device tensors)
+  TensorLeaf leaf;  // statistics, or their deferred values (device tensors)
   bool has_leaf = false;
   at::Tensor near_zero;  // count of |x| < eps (device tensors: still there); undefined: none
   uint64_t count = 0;    // elements summarised
@@ -71,13 +71,24 @@ MonitorCollector::MonitorCollector(const monitor::MonitorConfig& config,
 
 MonitorCollector::~MonitorCollector() = default;
 
-const std::string& MonitorCollector::run_dir() const { return sink_->run_dir(); }
+const std::string& MonitorCollector::run_dir() const {
+  return sink_->run_dir();
+}
+
+void MonitorCollector::set_group(int64_t pp_stage, std::vector<int64_t> group_mates) {
+  sink_->set_group(pp_stage, std::move(group_mates));
+}
+
+size_t MonitorCollector::pending_rows() const {
+  return rows_.size();
+}
 
 void MonitorCollector::add(MetricGroup group, const std::string& name, int64_t micro_step,
                            const at::Tensor& t) {
   Pending p;
   p.group = group;
-  p.row.name = name;
+  // msprobe's row names carry the micro-batch: "0:fc1.input:1" (the CSV's micro_step column).
+  p.row.name = micro_step >= 0 ? name + ":" + std::to_string(micro_step) : name;
   p.row.micro_step = micro_step;
   p.row.call_id = static_cast<int64_t>(rows_.size());
   if (t.defined() && t.numel() > 0) {
@@ -135,13 +146,13 @@ std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
       s.infs = static_cast<double>(st.pos_inf_count + st.neg_inf_count);
       s.zeros = kNaN;
       if (p.near_zero.defined()) {
-        const double n = p.near_zero.device().is_cpu()
-                             ? p.near_zero.to(at::kDouble).item<double>()
-                             : host_counts[next_device++].item<double>();
+        const double n = p.near_zero.device().is_cpu() ? p.near_zero.to(at::kDouble).item<double>()
+                                                       : host_counts[next_device++].item<double>();
         s.zeros = n / static_cast<double>(p.count);
       }
     } else if (!p.given) {
       p.row.summary = all_nan();  // undefined or empty tensor: msprobe writes nan
+      p.row.no_tensor = true;
     }
     last_rows_.emplace_back(p.group, p.row);
     for (size_t g = 0; g < std::size(kWriteOrder); ++g)

@@ -46,8 +46,10 @@ class MonitorCollector {
            const at::Tensor& t);
   // A row holding one scalar (mg_direction): min = max = mean = norm = value.
   void add_value(monitor::MetricGroup group, const std::string& name, double value);
+  // msprobe's pp_stage and group_mates of the anomaly records (sink.h).
+  void set_group(int64_t pp_stage, std::vector<int64_t> group_mates);
   // Rows added since the last finish_step (0 after it).
-  size_t pending_rows() const { return rows_.size(); }
+  size_t pending_rows() const;
   // Resolves the step's statistics (one wait for the device), writes them and returns the
   // anomalies found. Rows added after a finish_step belong to the next one.
   std::vector<monitor::AnomalyEvent> finish_step(int64_t step);

@@ -98,6 +98,23 @@ TEST(AnomalyAnalyse, MsprobeOrderThenRank) {
   EXPECT_EQ(step2[0].rank, 1);
 }
 
+// numprobe's one change to msprobe's order: a step's param_updated rows (the update's result) and
+// rows of the group other (optimizer-time metrics, collectives carrying another rank's values)
+// come after its forward and backward, param_origin (the weights the forward read) before them.
+TEST(AnomalyAnalyse, UpdatedParametersAndOtherRowsAfterTheStepsForward) {
+  std::vector<AnomalyRecord> rs = {
+      rec(1, 3, 0, "param_updated", 0, 0, 0), rec(2, 3, 0, "other", 0, 0, 1),
+      rec(3, 3, 0, "actv", 0, 0, 5),          rec(4, 3, 0, "param_origin", 0, 0, 9),
+      rec(5, 3, 0, "exp_avg", 0, 0, 2),
+  };
+  EXPECT_EQ(train_stage("0:x/rank0/param_updated"), 3);
+  EXPECT_EQ(train_stage("cc:all_reduce.0.post_0/rank0/other"), 2);
+  EXPECT_EQ(train_stage("0:x/rank0/param_origin"), -1);
+  std::vector<int64_t> ranks;
+  for (const auto& r : top_anomalies(rs, 100, {})) ranks.push_back(r.rank);
+  EXPECT_EQ(ranks, (std::vector<int64_t>{4, 3, 2, 5, 1}));
+}
+
 TEST(AnomalyAnalyse, JsonRoundTripAndFiles) {
   const std::string base = testing::scratch_dir("monitor_analyse");
   std::vector<AnomalyRecord> a = {rec(0, 3, 0, "actv", 0, 0, 2)};

@@ -128,10 +128,10 @@ TEST(MetricSink, TensorboardEventsReadBack) {
   const EventFile ev = read_event_file(file);                         // flushed at end_step
   EXPECT_EQ(ev.file_version, "brain.Event:2");
   ASSERT_EQ(ev.scalars.size(), 2u);
-  EXPECT_EQ(ev.scalars[0].tag, "0:fc1.weight/rank1/pre_grad_norm");
+  EXPECT_EQ(ev.scalars[0].tag, "0:fc1.weight/rank1/acc_grad_norm");
   EXPECT_EQ(ev.scalars[0].step, 4);
   EXPECT_FLOAT_EQ(ev.scalars[0].value, 2.5f);
-  EXPECT_EQ(ev.scalars[1].tag, "0:fc1.weight/rank1/pre_grad_mean");
+  EXPECT_EQ(ev.scalars[1].tag, "0:fc1.weight/rank1/acc_grad_mean");
   EXPECT_FLOAT_EQ(ev.scalars[1].value, -0.125f);
   EXPECT_GT(ev.scalars[0].wall_time, 1.5e9);
 
@@ -179,6 +179,28 @@ TEST(MetricSink, AnomaliesWrittenPerRank) {
   EXPECT_EQ(recs[0].vpp_stage, 1);
   EXPECT_EQ(recs[0].call_id, 6);
   EXPECT_EQ(recs[0].group_mates, (std::vector<int64_t>{0, 2}));
+}
+
+// A row with no tensor behind it (a None gradient) is written as msprobe writes it, all nan, and
+// never reported: AnomalyNan would otherwise fire on every model input's missing gradient.
+TEST(MetricSink, RowsWithoutTensorAreWrittenButNeverAnomalies) {
+  const std::string base = testing::scratch_dir("monitor_sink_no_tensor");
+  MonitorConfig c;
+  c.ops = {"norm"};
+  c.alert_rules = {{"AnomalyNan", 1e10}};
+  c.alert_dump = true;
+  MetricSink sink(base, 0, c);
+  MetricRow absent = row("0:fc1.input:0", std::nan(""), std::nan(""), 0);
+  absent.no_tensor = true;
+  MetricRow nan_values = row("0:fc1.output:0", std::nan(""), std::nan(""), 0);
+  sink.write(MetricGroup::kActvGrad, 0, {absent, nan_values});
+  const auto events = sink.end_step(0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].tag_name, "0:fc1.output:0/rank0/actv_grad");
+  const std::string dir = sink.run_dir();
+  sink.close();
+  const std::string csv = testing::read_file(dir + "/actv_grad_0-0.csv");
+  EXPECT_NE(csv.find("0,fc1.input,0,0,nan\n"), std::string::npos) << csv;
 }
 
 }  // namespace
