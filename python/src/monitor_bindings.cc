@@ -90,6 +90,21 @@ void register_monitor(py::module_& m) {
           [](MonitorCollector& c, int group, const std::string& name, int64_t micro_step,
              py::handle tensor) { c.add(group_arg(group), name, micro_step, tensor_arg(tensor)); },
           py::arg("group"), py::arg("name"), py::arg("micro_step"), py::arg("tensor"))
+      .def(
+          "add_many",
+          [](MonitorCollector& c, int group, const std::vector<std::string>& names,
+             py::sequence tensors) {
+            // One call for a whole optimizer-step loop (reduced gradients, moments, parameters):
+            // the per-call cost of Python is paid once, not once per parameter.
+            const MetricGroup g = group_arg(group);
+            if (static_cast<size_t>(py::len(tensors)) != names.size())
+              throw numprobe::Error("numprobe monitor: add_many needs one name per tensor");
+            for (size_t i = 0; i < names.size(); ++i) {
+              py::handle t = tensors[i];
+              if (!t.is_none()) c.add(g, names[i], -1, tensor_arg(t));
+            }
+          },
+          py::arg("group"), py::arg("names"), py::arg("tensors"))
       .def("add_value", [](MonitorCollector& c, int group, const std::string& name,
                            double value) { c.add_value(group_arg(group), name, value); })
       .def("set_group", &MonitorCollector::set_group)

@@ -247,23 +247,17 @@ class TrainerMon:
             self._cc.before_step()
         if self.collector is None:
             return
-        add = self.collector.add
+        add_many = self.collector.add_many
+        params, names = list(self._param_names), list(self._param_names.values())
         with torch.no_grad():
-            if c["wg_distribution"]:
-                for param, name in self._param_names.items():
-                    grad = self._grad_of(param)
-                    if grad is not None:
-                        add(G["grad_reduced"], name, -1, grad)
+            if c["wg_distribution"]:  # None (no gradient) is skipped
+                add_many(G["grad_reduced"], names, [self._grad_of(p) for p in params])
             states = optimizer.state
             if c["mv_distribution"]:
                 for key in ("exp_avg", "exp_avg_sq"):
-                    for param, name in self._param_names.items():
-                        value = states.get(param, {}).get(key)
-                        if value is not None:
-                            add(G[key], name, -1, value)
+                    add_many(G[key], names, [states.get(p, {}).get(key) for p in params])
             if c["param_distribution"]:
-                for param, name in self._param_names.items():
-                    add(G["param_origin"], name, -1, param)
+                add_many(G["param_origin"], names, params)
             if c["mg_direction"]:
                 self._mg_direction(states)
             if c["ur_distribution"]:
@@ -310,8 +304,8 @@ class TrainerMon:
     def _after_step(self):
         if self.collector is not None and self.config["param_distribution"]:
             with torch.no_grad():
-                for param, name in self._param_names.items():
-                    self.collector.add(G["param_updated"], name, -1, param)
+                self.collector.add_many(G["param_updated"], list(self._param_names.values()),
+                                        list(self._param_names))
 
     def _end_step(self):
         """msprobe's step_final_hook: write the step, count it, stop after collect_times."""
