@@ -386,3 +386,32 @@ def test_msprobe_trainer_mon_writes_the_same_files(tmp_path):
                 assert abs(float(a) - float(b)) <= 1.5e-6 + 1e-6 * abs(float(b)), (name, k, col, a, b)
                 compared += 1
     assert compared > 200
+
+
+def test_device_route_gives_the_values_of_the_host_route(tmp_path):
+    """Tensors off the CPU are reduced where they live and fetched once a step
+    (NUMPROBE_MONITOR_DEVICE_ROUTE=1 sends CPU tensors that way): the same files, the same values
+    up to summation order."""
+    cfg = write_config(tmp_path / "mon.json", targets={}, xy_distribution=True, wg_distribution=True,
+                       mv_distribution=True, param_distribution=True, mg_direction=True, ops=ALL_OPS)
+    files = {}
+    for route in ("host", "device"):
+        env = script_env(tmp_path / route)
+        if route == "device":
+            env["NUMPROBE_MONITOR_DEVICE_ROUTE"] = "1"
+        subprocess.run([sys.executable, str(SCRIPT), str(cfg), "3"], check=True, env=env, timeout=300)
+        (run,) = run_dirs(tmp_path / route)
+        files[route] = {f.name: read_rows(f) for f in run.glob("*.csv")}
+    assert sorted(files["host"]) == sorted(files["device"]) and len(files["host"]) >= 20
+    values = 0
+    for name, rows in files["host"].items():
+        other = files["device"][name]
+        assert [r[:4] for r in rows] == [r[:4] for r in other], name
+        for a_row, b_row in zip(rows[1:], other[1:]):
+            for a, b in zip(a_row[3:], b_row[3:]):
+                if a == "nan" or b == "nan":
+                    assert a == b, (name, a_row, b_row)
+                else:
+                    assert abs(float(a) - float(b)) <= 1.5e-6 + 1e-6 * abs(float(a)), (name, a_row, b_row)
+                    values += 1
+    assert values > 500

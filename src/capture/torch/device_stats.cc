@@ -90,6 +90,8 @@ std::optional<at::Tensor> fused_reductions(const at::Tensor& t) {
 }
 #endif
 
+}  // namespace
+
 // The reductions of compute_stats where the tensor lives (CUDA and other devices), packed as
 // eight doubles: max and min ignoring NaN, sum, sum of squares (float64 accumulation), counts of
 // NaN, +Inf, -Inf and zeros. CUDA: one fused kernel where built; otherwise ATen ops.
@@ -122,8 +124,6 @@ TensorStats unpack_reductions(const double* v, uint64_t count) {
   s.zero_count = static_cast<uint64_t>(v[7]);
   return s;
 }
-
-}  // namespace
 
 void device_stats(const at::Tensor& t, TensorLeaf& leaf) {
   const at::Tensor packed = device_reductions(t).to(at::kCPU);

@@ -15,6 +15,13 @@ namespace numprobe::capture {
 // True when the environment variable is "1..." (the NUMPROBE_* debugging switches).
 bool env_flag(const char* name);
 
+// The reductions of compute_stats computed where t lives, packed as eight doubles on t's device
+// (max and min ignoring NaN, sum, sum of squares, counts of NaN, +Inf, -Inf, zeros): the fused
+// CUDA kernel where built, else ATen ops. Nothing waits for the device.
+at::Tensor device_reductions(const at::Tensor& t);
+// Those eight values, arrived on the host, as TensorStats of count elements.
+TensorStats unpack_reductions(const double* v, uint64_t count);
+
 // The statistics of t computed on its device, waited for (t not on the CPU, or not strided).
 void device_stats(const at::Tensor& t, TensorLeaf& leaf);
 

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <utility>
 
+#include "capture/torch/device_stats.h"
 #include "capture/torch/stats_cache.h"
 #include "capture/torch/tensor_leaf.h"
 
@@ -30,6 +33,19 @@ monitor::TensorSummary all_nan() {
   return s;
 }
 
+// The ops of one tensor from its statistics; zeros is the share of |x| < eps (nan when not asked).
+monitor::TensorSummary summary_of(const TensorStats& st, double zeros) {
+  monitor::TensorSummary s;
+  s.min = st.min;
+  s.max = st.max;
+  s.mean = st.mean();
+  s.norm = st.norm();
+  s.nans = static_cast<double>(st.nan_count);
+  s.infs = static_cast<double>(st.pos_inf_count + st.neg_inf_count);
+  s.zeros = zeros;
+  return s;
+}
+
 }  // namespace
 
 monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
@@ -40,28 +56,32 @@ monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
   fill_tensor_leaf(d, LeafRequest(), leaf);
   leaf.resolve_stats();
   if (!leaf.has_stats) return all_nan();
-  const TensorStats& st = leaf.stats;
-  monitor::TensorSummary s;
-  s.min = st.min;
-  s.max = st.max;
-  s.mean = st.mean();
-  s.norm = st.norm();
-  s.nans = static_cast<double>(st.nan_count);
-  s.infs = static_cast<double>(st.pos_inf_count + st.neg_inf_count);
   const at::Tensor x = d.is_complex() ? d.abs() : d;
-  s.zeros = x.abs().lt(eps).sum().to(at::kDouble).item<double>() / static_cast<double>(d.numel());
-  return s;
+  return summary_of(leaf.stats, x.abs().lt(eps).sum().to(at::kDouble).item<double>() /
+                                    static_cast<double>(d.numel()));
 }
 
 struct MonitorCollector::Pending {
   MetricGroup group;
   monitor::MetricRow row;
-  TensorLeaf leaf;  // statistics, or their deferred values (device tensors)
-  bool has_leaf = false;
-  at::Tensor near_zero;  // count of |x| < eps (device tensors: still there); undefined: none
-  uint64_t count = 0;    // elements summarised
-  bool given = false;    // row.summary is final (add_value)
+  TensorStats stats;  // CPU tensors: computed at add()
+  bool has_stats = false;
+  double near_zero = kNaN;  // CPU tensors: count of |x| < eps (when ops ask for zeros)
+  int64_t slot = -1;        // device tensors: index of its reductions in device_
+  uint64_t count = 0;       // elements summarised
+  bool given = false;       // row.summary is final (add_value)
 };
+
+namespace {
+
+// NUMPROBE_MONITOR_DEVICE_ROUTE=1 sends CPU tensors through the device route (reductions by ATen,
+// fetched in one transfer at finish_step): how tests on machines without a GPU exercise it.
+bool device_route(const at::Tensor& t) {
+  static const bool forced = env_flag("NUMPROBE_MONITOR_DEVICE_ROUTE");
+  return !t.device().is_cpu() || t.layout() != c10::kStrided || forced;
+}
+
+}  // namespace
 
 MonitorCollector::MonitorCollector(const monitor::MonitorConfig& config,
                                    const std::string& output_base, int64_t rank)
@@ -95,13 +115,27 @@ void MonitorCollector::add(MetricGroup group, const std::string& name, int64_t m
     // Summaries are not part of the model's graph, and must not be recorded by a capture that
     // runs at the same time.
     c10::AutoGradMode no_grad(false);
-    const at::Tensor d = t.detach();
-    fill_tensor_leaf(d, LeafRequest(), p.leaf);
-    p.has_leaf = p.leaf.has_stats;
+    at::Tensor d = t.detach();
+    if (d.is_complex()) d = d.abs();  // summarised by magnitudes, as capture does
     p.count = static_cast<uint64_t>(d.numel());
-    if (want_zeros_) {
-      at::Tensor x = d.is_complex() ? d.abs() : d;
-      p.near_zero = x.abs().lt(config_.eps).sum();  // stays on x's device until finish_step
+    if (device_route(d)) {
+      try {
+        // Eight reductions (+ the near-zero count) stay on the device until finish_step.
+        at::Tensor r = device_reductions(d);
+        if (want_zeros_)
+          r = at::cat({r, d.abs().lt(config_.eps).sum().to(at::kDouble).reshape({1})});
+        p.slot = static_cast<int64_t>(device_.size());
+        device_.push_back(std::move(r));
+      } catch (const c10::Error&) {
+        p.count = 0;  // a dtype ATen cannot reduce: a row of nan
+      }
+    } else {
+      TensorLeaf leaf;
+      fill_tensor_leaf(d, LeafRequest(), leaf);
+      leaf.resolve_stats();
+      p.has_stats = leaf.has_stats;
+      p.stats = leaf.stats;
+      if (want_zeros_) p.near_zero = d.abs().lt(config_.eps).sum().item<double>();
     }
   }
   rows_.push_back(std::move(p));
@@ -123,33 +157,33 @@ void MonitorCollector::add_value(MetricGroup group, const std::string& name, dou
 }
 
 std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
-  // Device counts of near-zero elements come back in one transfer.
-  std::vector<at::Tensor> on_device;
-  for (auto& p : rows_)
-    if (p.near_zero.defined() && !p.near_zero.device().is_cpu()) on_device.push_back(p.near_zero);
-  at::Tensor host_counts;
-  if (!on_device.empty()) host_counts = at::stack(on_device).to(at::kDouble).to(at::kCPU);
-  int64_t next_device = 0;
+  // Device reductions come back in one transfer per device (the only wait for the device).
+  std::vector<at::Tensor> host(device_.size());
+  std::map<std::pair<int, int>, std::vector<size_t>> by_device;  // (device type, index) -> slots
+  for (size_t i = 0; i < device_.size(); ++i) {
+    const c10::Device dev = device_[i].device();
+    by_device[{static_cast<int>(dev.type()), static_cast<int>(dev.index())}].push_back(i);
+  }
+  for (const auto& [device, slots] : by_device) {
+    std::vector<at::Tensor> parts;
+    for (size_t i : slots) parts.push_back(device_[i]);
+    const at::Tensor arrived = at::stack(parts).to(at::kCPU).contiguous();
+    for (size_t k = 0; k < slots.size(); ++k) host[slots[k]] = arrived[static_cast<int64_t>(k)];
+  }
+  device_.clear();
 
   last_rows_.clear();
   std::vector<std::vector<monitor::MetricRow>> by_group(std::size(kWriteOrder));
   for (auto& p : rows_) {
-    if (p.has_leaf) {
-      p.leaf.resolve_stats();
-      const TensorStats& st = p.leaf.stats;
-      auto& s = p.row.summary;
-      s.min = st.min;
-      s.max = st.max;
-      s.mean = st.mean();
-      s.norm = st.norm();
-      s.nans = static_cast<double>(st.nan_count);
-      s.infs = static_cast<double>(st.pos_inf_count + st.neg_inf_count);
-      s.zeros = kNaN;
-      if (p.near_zero.defined()) {
-        const double n = p.near_zero.device().is_cpu() ? p.near_zero.to(at::kDouble).item<double>()
-                                                       : host_counts[next_device++].item<double>();
-        s.zeros = n / static_cast<double>(p.count);
-      }
+    if (p.slot >= 0) {
+      const double* v = host[p.slot].data_ptr<double>();
+      p.stats = unpack_reductions(v, p.count);
+      p.has_stats = true;
+      if (want_zeros_) p.near_zero = v[8];
+    }
+    if (p.has_stats) {
+      p.row.summary =
+          summary_of(p.stats, want_zeros_ ? p.near_zero / static_cast<double>(p.count) : kNaN);
     } else if (!p.given) {
       p.row.summary = all_nan();  // undefined or empty tensor: msprobe writes nan
       p.row.no_tensor = true;
@@ -168,11 +202,13 @@ std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
 
 void MonitorCollector::discard_step() {
   rows_.clear();
+  device_.clear();
   next_stats_generation();
 }
 
 void MonitorCollector::close() {
   rows_.clear();
+  device_.clear();
   sink_->close();
 }
 

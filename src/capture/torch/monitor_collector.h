@@ -5,9 +5,9 @@
 //
 // Invariants:
 //  - add() reads each tensor once with the capture's fused statistics (tensor_leaf.h: the Highway
-//    kernel on CPU memory, float64 sums); a tensor on a device is reduced there and its results
-//    travel to the host with the step's others: nothing waits for the device before
-//    finish_step(), which resolves them all.
+//    kernel on CPU memory, float64 sums); a tensor on a device is reduced there (the fused CUDA
+//    kernel or ATen: eight doubles) and the reductions stay there: finish_step() stacks a step's
+//    and fetches them in one transfer per device, the only wait for the device.
 //  - "zeros" (the share of |x| < eps, msprobe's definition) costs one more pass, and only when the
 //    config's ops ask for it.
 //  - Rows keep their call order: call ids count every add() of a step.
@@ -66,6 +66,7 @@ class MonitorCollector {
   monitor::MonitorConfig config_;
   std::unique_ptr<monitor::MetricSink> sink_;
   std::vector<Pending> rows_;
+  std::vector<at::Tensor> device_;  // device tensors' reductions, fetched by finish_step
   std::vector<std::pair<monitor::MetricGroup, monitor::MetricRow>> last_rows_;
   bool want_zeros_ = false;
 };
