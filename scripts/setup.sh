@@ -11,6 +11,8 @@ PACKAGES=(
   zlib1g-dev libisal-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev
   python3-numpy python3-pytest python3-openpyxl
+  # Google's protobuf runtime: a second reader of the monitor's TensorBoard event files
+  python3-protobuf
   libopenblas0-pthread
   # Netlib's reference BLAS, for bench/diagnosis's noise pairs (LD_LIBRARY_PATH=.../blas); OpenBLAS
   # keeps the higher alternatives priority, so it stays the default libblas.so.3

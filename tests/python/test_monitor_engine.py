@@ -1,5 +1,6 @@
 """The monitor engine's files read by their second readers: TensorBoard's own EventAccumulator reads
-numprobe's event file (and a plain-Python TFRecord/protobuf parse does, without TensorBoard), pandas
+numprobe's event file, Google's protobuf runtime parses its records (python3-protobuf), and a
+plain-Python TFRecord parse checks the framing and CRCs, pandas
 reads the CSVs to the values the sink was given, and msprobe's anomaly analyser orders numprobe's
 anomaly.json files as `numprobe monitor-analyse` does.
 
@@ -104,6 +105,55 @@ def test_event_file_plain_parse(tmp_path):
     assert [s for s, _ in norms] == list(range(10))
     assert norms[6][1] == pytest.approx(9.0)
     assert any(t == "0:fc2.input:0/rank0/actv_max" for t, _, _ in scalars)
+
+
+def protobuf_event_class():
+    """TensorBoard's Event and Summary messages (tensorflow/core/util/event.proto, summary.proto:
+    the fields the monitor writes) built at run time for Google's protobuf runtime, which then
+    parses numprobe's records as any protobuf reader would."""
+    descriptor_pb2 = live("google.protobuf.descriptor_pb2")
+    descriptor_pool = live("google.protobuf.descriptor_pool")
+    message_factory = live("google.protobuf.message_factory")
+    F = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="numprobe_test_event.proto", package="nptest")
+
+    def message(name, fields):
+        m = fdp.message_type.add(name=name)
+        for fname, number, ftype, label, type_name in fields:
+            f = m.field.add(name=fname, number=number, type=ftype, label=label)
+            if type_name:
+                f.type_name = type_name
+
+    opt, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    message("Value", [("tag", 1, F.TYPE_STRING, opt, None), ("simple_value", 2, F.TYPE_FLOAT, opt, None)])
+    message("Summary", [("value", 1, F.TYPE_MESSAGE, rep, ".nptest.Value")])
+    message("Event", [("wall_time", 1, F.TYPE_DOUBLE, opt, None), ("step", 2, F.TYPE_INT64, opt, None),
+                      ("file_version", 3, F.TYPE_STRING, opt, None),
+                      ("summary", 5, F.TYPE_MESSAGE, opt, ".nptest.Summary")])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    desc = pool.FindMessageTypeByName("nptest.Event")
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(desc)
+    return message_factory.MessageFactory(pool).GetPrototype(desc)
+
+
+def test_event_file_read_by_google_protobuf(tmp_path):
+    Event = protobuf_event_class()
+    run = write_sample(tmp_path, "tensorboard", 0)
+    (ev,) = run.glob("events.out.tfevents.*")
+    data, i, events = ev.read_bytes(), 0, []
+    while i < len(data):
+        (n,) = struct.unpack("<Q", data[i:i + 8])
+        e = Event()
+        e.ParseFromString(data[i + 12:i + 12 + n])
+        events.append(e)
+        i += 16 + n
+    assert events[0].file_version == "brain.Event:2" and events[0].wall_time > 1.7e9
+    norms = [(e.step, v.simple_value) for e in events for v in e.summary.value
+             if v.tag == "0:fc1.weight/rank0/post_grad_norm"]
+    assert [s for s, _ in norms] == list(range(10))
+    assert norms[6][1] == pytest.approx(9.0)
 
 
 def test_event_file_tensorboard_reader(tmp_path):
