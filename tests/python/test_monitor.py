@@ -415,3 +415,30 @@ def test_device_route_gives_the_values_of_the_host_route(tmp_path):
                     assert abs(float(a) - float(b)) <= 1.5e-6 + 1e-6 * abs(float(a)), (name, a_row, b_row)
                     values += 1
     assert values > 500
+
+
+def test_forward_only_mbs_grads_update_ratio_and_stack_info(tmp_path, monkeypatch):
+    cfg = write_config(tmp_path / "mon.json", targets={}, xy_distribution=True, forward_only=True,
+                       wg_distribution=True, monitor_mbs_grad=True, ur_distribution=True,
+                       stack_info=True, ops=["norm", "max"])
+    train_tiny(cfg, tmp_path / "out", monkeypatch, steps=3, grad_acc=2)
+    (run,) = run_dirs(tmp_path / "out")
+    names = sorted(p.name for p in run.glob("*.csv"))
+    assert not any(n.startswith("actv_grad_") for n in names), names  # forward_only
+    header, unreduced = rows_by_name(run / "grad_unreduced_1-1.csv")
+    assert header[:4] == ["vpp_stage", "name", "step", "micro_step"]  # one row per micro-batch
+    assert {k for k in unreduced if k[0] == "fc1.weight"} == {("fc1.weight", "1", "0"), ("fc1.weight", "1", "1")}
+    _, other = rows_by_name(run / "other_2-2.csv")
+    assert ("fc1.weight.adam_update", "2") in other and ("fc1.weight.adam_ratio", "2") in other
+    assert "other_0-0.csv" not in names or ("fc1.weight.adam_update", "0") not in rows_by_name(
+        run / "other_0-0.csv")[1]  # before Adam's first step there is no update
+    stack = read_rows(run / "stack_info.csv")
+    assert stack[0] == ["module_name", "stack_info"]
+    assert any(r[0] == "0:fc1" and "test_monitor.py" in r[1] for r in stack[1:]), stack[:3]
+
+
+def test_module_ranks_without_this_rank_writes_nothing(tmp_path, monkeypatch):
+    cfg = write_config(tmp_path / "mon.json", targets={}, wg_distribution=True, module_ranks=[1],
+                       ops=["norm"])
+    train_tiny(cfg, tmp_path / "out", monkeypatch, steps=2)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
