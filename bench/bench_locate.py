@@ -3,7 +3,12 @@ run_one.py, golden = no fault, target = the fault): does locate end at the injec
 many rounds and how long, and how many bytes it writes against the naive alternative (one full
 tensor-mode dump of both runs + one compare). Prints a table; asserts nothing about time.
 
-    PYTHONPATH=python /usr/bin/python3 bench/bench_locate.py [--faults a,b,...] [--work DIR]
+    PYTHONPATH=python /usr/bin/python3 bench/bench_locate.py [--faults a,b,...] [--split S,...]
+                                                             [--work DIR]
+--split takes every fault of the named splits of bench/diagnosis/suite.py (tune, eval, held,
+held2; held3 with BENCH_DIAGNOSIS_HELD3=1). Each pair's scripts train the fault's own number of
+steps (suite `steps`: an optimizer fault shows from step 1), as bench_diagnosis.py runs them;
+locate is given step 0 and follows later steps itself.
 """
 import argparse
 import json
@@ -26,9 +31,9 @@ def du(path):
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
 
 
-def script(fault, model, scratch):
+def script(fault, model, scratch, steps=1):
     return (f"{sys.executable} {HERE / 'diagnosis' / 'run_one.py'} --model {model} "
-            f"--out {scratch}" + (f" --fault {fault}" if fault else ""))
+            f"--out {scratch} --steps {steps}" + (f" --fault {fault}" if fault else ""))
 
 
 def naive(fault, work, cli, env):
@@ -40,8 +45,9 @@ def naive(fault, work, cli, env):
     for side, f in (("golden", ""), ("target", fault.name)):
         cfg = d / f"{side}.json"
         cfg.write_text(json.dumps({"task": "tensor", "level": "mix", "dump_path": str(d / side),
-                                   "step": [0]}))
-        subprocess.run(script(f, fault.model, d / f"{side}.scratch"), shell=True, check=True,
+                                   "step": [fault.step]}))
+        subprocess.run(script(f, fault.model, d / f"{side}.scratch", fault.steps), shell=True,
+                       check=True,
                        env=dict(env, NUMPROBE_CONFIG=str(cfg)), capture_output=True)
     subprocess.run([cli, "compare", "-t", str(d / "target"), "-g", str(d / "golden"), "-o",
                     str(d / "compare")], capture_output=True)
@@ -50,7 +56,11 @@ def naive(fault, work, cli, env):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--faults", default=DEFAULT)
+    ap.add_argument("--faults", default=None, help=f"comma-separated (default: {DEFAULT})")
+    ap.add_argument("--split", default=None,
+                    help="every fault of these comma-separated suite splits (with --faults: both)")
+    ap.add_argument("--no-naive", action="store_true",
+                    help="skip the naive full tensor dump (scores and locate's own cost only)")
     ap.add_argument("--work", default=str(ROOT / "build" / "bench_locate"))
     ap.add_argument("--cli", default=str(ROOT / "build" / "bin" / "numprobe"))
     a = ap.parse_args()
@@ -61,13 +71,20 @@ def main():
     rows, right = [], 0
     print(f"{'fault':18} {'model':7} {'right':5} {'rounds':6} {'locate s':>8} {'locate MB':>9} "
           f"{'naive s':>7} {'naive MB':>8} {'ratio':>6}  answer")
-    for name in a.faults.split(","):
+    names = a.faults.split(",") if a.faults else []
+    if a.split:
+        splits = a.split.split(",")
+        names += [f.name for f in suite.FAULTS if f.split in splits and f.name not in names]
+    if not names:
+        names = DEFAULT.split(",")
+    for name in names:
         fault = by_name[name]
         out = work / f"{name}.locate"
         scratch = work / f"{name}.scratch"
         t0 = time.monotonic()
-        p = subprocess.run([a.cli, "locate", "--golden", script("", fault.model, scratch),
-                            "--target", script(name, fault.model, scratch), "-o", str(out)],
+        p = subprocess.run([a.cli, "locate", "--golden", script("", fault.model, scratch, fault.steps),
+                            "--target", script(name, fault.model, scratch, fault.steps),
+                            "-o", str(out)],
                            env=env, capture_output=True, text=True)
         seconds = time.monotonic() - t0
         if not (out / "locate_report.json").exists():  # a locate that broke counts as a miss
@@ -79,8 +96,8 @@ def main():
         answer = (rep.get("answer") or {}).get("entry")
         ok = p.returncode == 0 and answer in fault.accept
         right += ok
-        rounds = len([r for r in rep["rounds"] if r["round"] > 0])
-        n_seconds, n_bytes = naive(fault, work, a.cli, env)
+        rounds = len([r for r in rep["rounds"] if r["round"] != 0])
+        n_seconds, n_bytes = (float("nan"), 0) if a.no_naive else naive(fault, work, a.cli, env)
         l_bytes = rep["bytes_written"]
         rows.append((name, ok))
         print(f"{name:18} {fault.model:7} {'yes' if ok else 'NO':5} {rounds:6} {seconds:8.1f} "

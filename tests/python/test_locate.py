@@ -90,21 +90,119 @@ def test_an_op_only_the_target_calls_is_named_with_its_line(tmp_path):
     assert "locate_demo.py" in ans["source_line"] and "exp().log()" in ans["source_line"]
 
 
+def _suite_pair(tmp_path, model, fault, steps=1):
+    """A pair of the diagnosis suite's real training scripts (bench/diagnosis/run_one.py)."""
+    diag = ROOT / "bench" / "diagnosis" / "run_one.py"
+    cmd = f"{sys.executable} {diag} --model {model} --out {tmp_path / 'scratch'} --steps {steps}"
+    return cmd, f"{cmd} --fault {fault}"
+
+
 def test_an_api_dumped_by_one_run_only_keeps_its_answer_without_tensor_evidence(tmp_path):
     """Regression (bench_locate on the held-out tf_pool_pads): the first divergence is an API the
     target does not call at that number and it has no neighbours, so round 3's tensor dump is
     empty on the target side and its compare writes nothing. locate stopped without any report;
     now round 2's answer stands and the report says why the evidence is missing."""
-    diag = ROOT / "bench" / "diagnosis" / "run_one.py"
-    cmd = f"{sys.executable} {diag} --model tfenc --out {tmp_path / 'scratch'}"
     out = tmp_path / "loc"
-    p = locate(out, cmd, cmd + " --fault tf_pool_pads", env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    p = locate(out, *_suite_pair(tmp_path, "tfenc", "tf_pool_pads"),
+               env={"BENCH_DIAGNOSIS_HELD3": "1"})
     assert p.returncode == 0, p.stdout + p.stderr
     rep = report_of(out)
     assert rep["status"] == "located_without_evidence"
     assert rep["answer"]["reason"] == "structure_differs"
     assert "no tensor evidence" in rep["verdict"] and "compare wrote no" in rep["evidence_error"]
     assert "no tensor evidence" in (out / "locate_report.md").read_text()
+
+
+def test_a_fault_in_the_root_modules_own_code_is_searched_in_the_root_scope(tmp_path):
+    """Regression (held3 tf_sqrt_d_rounded): the embeddings are scaled by 5.66 instead of sqrt(32)
+    in the root module's forward, outside every submodule. Round 1's first divergent module got
+    an input no module made, and so did every module around it: round 2 searches the root scope
+    (the whole step, no scope) and names the `* scale` whose scalar argument changed (it named
+    the first API inside the encoder layer whose input differed)."""
+    out = tmp_path / "loc"
+    p = locate(out, *_suite_pair(tmp_path, "tfenc", "tf_sqrt_d_rounded"),
+               env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    r1 = rep["rounds"][1]
+    assert r1["finding"]["reason"] in ("inputs_already_differ", "parameters_differ")
+    assert "root scope" in r1["next"]
+    assert rep["rounds"][2]["runs"][1]["config"]["statistics"]["scope"] == []
+    ans = rep["answer"]
+    assert ans["entry"] == "Tensor.__mul__.0.forward" and ans["reason"] == "args_differ"
+    assert "* scale" in ans["source_line"]
+
+
+def test_a_loss_argument_seen_first_in_backward_is_named_at_the_loss(tmp_path):
+    """Regression (held3 gpt_ignore_index): cross_entropy(ignore_index=1) changes the loss, which
+    is outside every module; L0 first sees the head's parameter gradient. Its backward received
+    a gradient no module made, so the root scope is searched and the loss call is named."""
+    out = tmp_path / "loc"
+    p = locate(out, *_suite_pair(tmp_path, "gpt", "gpt_ignore_index"),
+               env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert rep["rounds"][1]["finding"]["entry"].startswith("Module.head.Linear.")
+    ans = rep["answer"]
+    assert ans["entry"] == "Functional.cross_entropy.0.forward" and ans["reason"] == "args_differ"
+
+
+def test_an_optimizer_fault_is_followed_into_the_next_step(tmp_path):
+    """Regression (held3 lstm_maximize): SGD(maximize=True) leaves step 0 bitwise equal; the
+    parameters differ from step 1. Round 1 captures steps 0..2 at L0 (--follow-steps 2), finds
+    step 1 first, and the later rounds capture step 1 alone: the first op reading an updated
+    parameter is named, at step 1."""
+    out = tmp_path / "loc"
+    p = locate(out, *_suite_pair(tmp_path, "lstm", "lstm_maximize", steps=2),
+               env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert rep["rounds"][1]["runs"][1]["config"]["step"] == [0, 1, 2]
+    assert "part first in step 1" in rep["rounds"][1]["next"]
+    assert all(r["runs"][1]["config"]["step"] == [1] for r in rep["rounds"][2:4])
+    ans = rep["answer"]
+    assert ans["entry"] == "Functional.embedding.0.forward" and ans["step"] == 1
+    assert ans["reason"] == "parameters_differ"
+    # --follow-steps 0: step 0 alone, where nothing parts
+    out0 = tmp_path / "loc0"
+    p = locate(out0, *_suite_pair(tmp_path, "lstm", "lstm_maximize", steps=2),
+               "--follow-steps", "0", env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert report_of(out0)["status"] == "no_divergence"
+
+
+def test_a_change_statistics_hide_is_found_with_md5_over_the_root_scope(tmp_path):
+    """Regression (held3 tf_mask_off_by_one): a padding mask built with <= instead of <. L0 sees
+    the attention module part (bitwise runs), but no API inside it parts by its statistics (the
+    boolean mask's barely move): round "2b" repeats the search over the root scope with md5 and
+    names the comparison that built the mask."""
+    out = tmp_path / "loc"
+    p = locate(out, *_suite_pair(tmp_path, "tfenc", "tf_mask_off_by_one"),
+               env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert [r["round"] for r in rep["rounds"]] == [0, 1, 2, "2b", 3, 4]
+    r2b = rep["rounds"][3]
+    assert r2b["runs"][1]["config"]["statistics"] == {"scope": [], "list": [],
+                                                      "summary_mode": "md5"}
+    assert rep["answer"]["entry"] == "Tensor.__le__.0.forward"
+    assert rep["answer"]["module"] is None  # root code, not the module round 1 named
+
+
+def test_an_input_whose_statistics_hide_a_change_is_followed_to_its_maker(tmp_path):
+    """Regression (held3 resnet_bgr): the batch's channels flipped (x.flip(1)) before the model:
+    the flipped tensor has the same statistics, so round 2 takes the first conv's output change
+    for the conv's own; round 3's tensors show its input differs, and the root scope searched
+    with md5 (rounds 2c, 3c) names the flip."""
+    out = tmp_path / "loc"
+    p = locate(out, *_suite_pair(tmp_path, "resnet", "resnet_bgr"),
+               env={"BENCH_DIAGNOSIS_HELD3": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = report_of(out)
+    assert [r["round"] for r in rep["rounds"]] == [0, 1, 2, 3, "2c", "3c", 4]
+    assert rep["rounds"][2]["finding"]["entry"] == "Functional.conv2d.0.forward"
+    assert rep["answer"]["entry"] == "Tensor.flip.0.forward"
+    assert "flip" in rep["answer"]["source_line"]
 
 
 def test_locate_follows_the_origin_rank_over_gloo(tmp_path):

@@ -36,6 +36,42 @@ def entries(rank_dir):
     return list(load_json(os.path.join(rank_dir, "dump.json")).get("data", {}))
 
 
+def construct(rank_dir):
+    """{entry: parent module entry or None} from construct.json ({} when the dump has none)."""
+    path = os.path.join(rank_dir, "construct.json")
+    return load_json(path) if os.path.exists(path) else {}
+
+
+def _summaries(value):
+    """The recorded summaries under a dump.json field (tensors and scalars), data names left out:
+    the same values give the same summaries."""
+    if isinstance(value, dict):
+        return {k: _summaries(v) for k, v in value.items() if k != "data_name"}
+    if isinstance(value, list):
+        return [_summaries(v) for v in value]
+    return value
+
+
+_DUMPS = {}
+
+
+def _data(rank_dir):
+    path = os.path.join(rank_dir, "dump.json")
+    if path not in _DUMPS:
+        _DUMPS[path] = load_json(path).get("data", {})
+    return _DUMPS[path]
+
+
+def inputs_equal(golden_dir, target_dir, entry):
+    """Whether an entry's inputs (forward: its arguments; backward: the gradients it received)
+    have the same recorded summaries in both rank dumps. False when either lacks the entry."""
+    g, t = _data(golden_dir).get(entry), _data(target_dir).get(entry)
+    if g is None or t is None:
+        return False
+    keys = ("input_args", "input_kwargs", "input")
+    return all(_summaries(g.get(k)) == _summaries(t.get(k)) for k in keys)
+
+
 def structural_differences(golden_root, target_root, limit=20):
     """Entries present in one run only, per rank dump, and rank dumps present on one side only."""
     golden, target = rank_dirs(golden_root), rank_dirs(target_root)

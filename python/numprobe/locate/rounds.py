@@ -17,7 +17,9 @@ class RoundError(Exception):
 
 class Locator:
     def __init__(self, golden, target, out, steps, progress):
-        self.golden, self.target, self.out, self.steps = golden, target, out, steps
+        self.golden, self.target, self.out, self.steps = golden, target, out, list(steps)
+        self.steps_given = list(steps)
+        self.round1_pair, self.round1_bitwise = None, False  # what round 1 found
         self.progress = progress
         self.rounds = []  # what the report shows, one dict per round
         self.rank = None  # the rank the rounds follow (multi-rank: compare's origin)
@@ -39,13 +41,15 @@ class Locator:
         return {"side": side, "command": command, "config": cfg, "config_path": cfg_path,
                 "seconds": round(seconds, 3), "dump": cfg["dump_path"]}
 
-    def _pair(self, k, label, task, level, scope=None, names=None, data_mode=None):
+    def _pair(self, k, label, task, level, scope=None, names=None, data_mode=None,
+              summary_mode="statistics"):
         d = self._dir(k)
         ranks = [self.rank] if self.rank is not None else None
         runs = []
         for side, command in (("golden", self.golden), ("target", self.target)):
             cfg = round_config(os.path.abspath(os.path.join(d, side)), self.steps, task, level,
-                               scope, names, ranks, data_mode=data_mode)
+                               scope, names, ranks, summary_mode=summary_mode,
+                               data_mode=data_mode)
             runs.append(self._run(k, side, command, cfg, label))
         return runs
 
@@ -112,36 +116,95 @@ class Locator:
         return repro
 
     # ---- round 1: modules --------------------------------------------------------------------
-    def modules(self):
+    def modules(self, follow_steps=0):
+        """L0 statistics of the given steps and the `follow_steps` after them: a fault whose first
+        effect is the next step's parameters (an optimizer setting, a gradient changed after
+        backward) leaves the given step bitwise equal and is followed into the first step that
+        parts. Returns (module to search, or None for the whole step; summary mode of round 2)."""
         k = 1
+        last = max(self.steps)
+        self.steps = sorted(set(self.steps) | set(range(last + 1, last + 1 + follow_steps)))
         runs = self._pair(k, "L0 statistics", "statistics", "L0")
         summary, cdir, sec = self._compare(k, runs[0]["dump"], runs[1]["dump"])
         pair = self._follow(summary)
+        self.round1_pair, self.round1_bitwise = pair, _bitwise(summary)
         fd = pair["first_divergence"] if pair else None
-        module = forward_call(fd["entry"]) if fd and fd["entry"].startswith("Module.") else None
-        why = ""
-        if module and fd["reason"] in ("inputs_already_differ", "parameters_differ"):
-            # An input no module made differs: it changed in code L0 does not see (a functional
-            # call in the parent's forward: at L0 such an activation, requiring grad, even reads as
-            # a parameter), or it is the module's own weight. The parent's mix dump holds both the
-            # op that changed it and the module's own APIs.
-            parent = fd.get("module")
-            why = f" ({module} got an input no module made: its parent is searched)"
-            module = forward_call(parent) if parent else None
+        module, why = None, ""
+        if pair is not None:
+            # The later rounds capture the step where the runs part first, and that step alone.
+            self.steps = [pair["step"]]
+            if pair["step"] != min(self.steps_given):
+                why = (f" (steps {_steps_text(self.steps_given)} agree; the runs part first in "
+                       f"step {pair['step']})")
+        mode = "statistics"
+        if fd and fd["entry"].startswith("Module."):
+            module, scope_why = _module_scope(fd, os.path.dirname(pair["golden"]),
+                                              os.path.dirname(pair["target"]))
+            why += scope_why
+        elif fd is None and self.round1_bitwise:
+            # Modules agree bit for bit in every captured step: a difference the statistics of
+            # whole modules hide (a mask, a permutation) or one in code outside every module.
+            # While the runs are bitwise, md5 names the first op whose bits differ (docs/compare.md).
+            mode = "md5"
+            why = " (every module agrees bit for bit: CRCs of every API)"
         if module:
             nxt = f"mix statistics inside {module}{why}"
         else:
-            nxt = f"no module to search{why}: mix statistics over the whole step"
+            nxt = (f"the root scope: mix {'md5' if mode == 'md5' else 'statistics'} over the "
+                   f"whole step, the calls outside every module and the loss included{why}")
         self._record(k, "L0 statistics: the first divergent module", runs, summary, cdir,
                      finding=_finding(pair), next_step=nxt, seconds=sec)
-        return module
+        return module, mode
 
     # ---- round 2: APIs inside the module -----------------------------------------------------
-    def apis(self, module):
-        k = 2
+    def apis(self, module, mode="statistics"):
+        """Round 2. When round 1 saw a module part while the runs were still bitwise, and none of
+        the statistics inside it part beyond noise, the change moved statistics too little to be
+        judged (a boolean mask with one more True): the search is repeated once over the root
+        scope with md5 (round "2b", a run pair more), where the first op whose bits differ is
+        named. Nothing found: round 1's pair stands (its module is the answer)."""
+        pair, api, neighbours, scope = self._search(2, module, mode)
+        if pair is None and self.round1_pair is not None and self.round1_bitwise and \
+                mode != "md5":
+            self.rounds[-1]["next"] = ("nothing parts beyond noise inside it although round 1's "
+                                       "module did, bit for bit: md5 over the root scope")
+            pair, api, neighbours, scope = self._search("2b", None, "md5")
+        if pair is None and self.round1_pair is not None:
+            self.rounds[-1]["next"] = "no API parts: round 1's module is the answer"
+            return self.round1_pair, None, [], scope
+        return pair, api, neighbours, scope
+
+    def hidden_input(self, fd):
+        """Round 2 judged the API's inputs equal by their statistics and its outputs different,
+        and round 3's tensors (compare's rows of that call) show one of its forward inputs
+        differs: equal statistics are not equal values (a permutation, a flip of channels keeps
+        them). The change is upstream of the API, possibly outside the module searched: True
+        when a search of the root scope with md5 is due. Only while round 1 was bitwise (md5
+        names the first change of bits)."""
+        if not (self.round1_bitwise and fd.get("reason") == "outputs_diverge" and
+                not fd.get("input_discrepancy")):
+            return False
+        rows = (self.rounds[-1].get("tensor_evidence") or {}).get("rows", [])
+        prefix = forward_call(fd["entry"]) + ".forward.input"
+        for row in rows:
+            try:
+                differs = float(row.get("MaxAbsErr") or 0) > 0
+            except ValueError:  # "nan", "N/A": no evidence either way
+                differs = False
+            if row.get("NPU Name", "").startswith(prefix) and differs:
+                return True
+        return False
+
+    def research_root(self, k):
+        """md5 over the root scope after a hidden input change (see hidden_input)."""
+        self.rounds[-1]["next"] = ("an input of the API that round 2's statistics judged equal "
+                                   f"differs in these tensors: md5 over the root scope (round {k})")
+        return self._search(k, None, "md5")
+
+    def _search(self, k, module, mode):
         scope = [module, module] if module else None
-        runs = self._pair(k, "mix statistics" + (f" in {module}" if module else ""),
-                          "statistics", "mix", scope=scope)
+        runs = self._pair(k, f"mix {mode}" + (f" in {module}" if module else " (root scope)"),
+                          "statistics", "mix", scope=scope, summary_mode=mode)
         summary, cdir, sec = self._compare(k, runs[0]["dump"], runs[1]["dump"])
         pair = self._follow(summary)
         fd = pair["first_divergence"] if pair else None
@@ -152,14 +215,13 @@ class Locator:
                                      forward_call(api))
         nxt = (f"tensor dump of {forward_call(api)} and its neighbours {neighbours}" if api else
                "no API inside diverged: the module itself is the answer")
-        rec = self._record(k, "mix statistics: the first divergent API", runs, summary, cdir,
+        rec = self._record(k, f"mix {mode}: the first divergent API", runs, summary, cdir,
                            finding=_finding(pair), next_step=nxt, seconds=sec)
         rec["neighbours"] = neighbours
         return pair, api, neighbours, scope
 
     # ---- round 3: tensors --------------------------------------------------------------------
-    def tensors(self, api, neighbours, scope):
-        k = 3
+    def tensors(self, api, neighbours, scope, k=3):
         names = [forward_call(api)] + neighbours
         # A forward divergence needs forward tensors only (half the bytes); a backward one both.
         data_mode = None if api.endswith(".backward") else ["forward"]
@@ -175,15 +237,15 @@ class Locator:
         return pair
 
     # ---- round 4: the API on its recorded inputs ---------------------------------------------
-    def acc_check(self, api, pair):
-        k = 4
+    def acc_check(self, api, pair, k=4):
         d = self._dir(k)
         call = forward_call(api)
         direction = "backward" if api.endswith(".backward") else "forward"
         self.progress.begin(k, f"acc-check --offline of {call}")
         code, seconds = run_numprobe(
             ["acc-check", "-api_info", pair["target"], "-o", os.path.join(d, "acc_check"),
-             "--offline"], os.path.join(d, "acc_check.log"), "round 4 acc-check", ok_codes=(0, 1))
+             "--offline"], os.path.join(d, "acc_check.log"), f"round {k} acc-check",
+            ok_codes=(0, 1))
         self.progress.end(seconds)
         result = _acc_result(os.path.join(d, "acc_check"), call, direction)
         if result is None:
@@ -207,6 +269,51 @@ def _last_line(path):
         return lines[-1] if lines else f"see {path}"
     except OSError:
         return f"see {path}"
+
+
+def _steps_text(steps):
+    return ",".join(str(s) for s in steps)
+
+
+def _bitwise(summary):
+    """Every compared pair still in compare's bitwise regime (no reduction-order noise seen)."""
+    pairs = summary.get("pairs", [])
+    return bool(pairs) and all(p.get("regime") in (None, "bitwise") for p in pairs)
+
+
+def _module_scope(fd, golden_dir, target_dir):
+    """Where round 2 searches for the first divergent module `fd` of round 1: (call, why); call
+    None is the root scope (the whole step: code outside every module, the loss, the batch).
+    - the module's own computation or its parameters differ: the module itself;
+    - an input differs that no module made (compare: inputs_already_differ / parameters_differ on
+      an input row; a parameter gradient whose module's backward received a gradient that already
+      differed, or whose backward is not recorded): the change happened in code between modules.
+      The innermost enclosing module whose own inputs (in backward: the gradients it received)
+      agree in both runs holds that code; when every enclosing module's inputs differ too (or
+      there is none), it is the root's own code, the loss or the batch: the root scope."""
+    entry = fd["entry"]
+    module = forward_call(entry)
+    if ".parameters_grad." in entry:
+        # A parameter's gradient differs: made by the module's own backward, unless the gradient
+        # that backward received already differed (then it is the case below, from there).
+        if dumps.inputs_equal(golden_dir, target_dir, entry.replace(".parameters_grad.",
+                                                                    ".backward.")):
+            return module, ""
+    elif fd["reason"] not in ("inputs_already_differ", "parameters_differ") or \
+            ".parameters." in (fd.get("row") or ""):
+        return module, ""
+    backward = fd.get("direction") != "forward"
+    parents = dumps.construct(target_dir)
+    forward = entry.replace(".parameters_grad.", ".forward.").replace(".backward.", ".forward.")
+    ancestor = parents.get(forward)  # the enclosing modules, by their forward calls
+    while ancestor:
+        seen = ancestor.replace(".forward.", ".backward.") if backward else ancestor
+        if dumps.inputs_equal(golden_dir, target_dir, seen):
+            return ancestor, (f" ({module} got {'a gradient' if backward else 'an input'} no "
+                              f"module made; {ancestor}'s own inputs agree: it is searched)")
+        ancestor = parents.get(ancestor)
+    return None, (f" ({module} got {'a gradient' if backward else 'an input'} no module made, "
+                  "and so did every module around it)")
 
 
 def _neighbours(entries, call, width=1):
@@ -292,7 +399,10 @@ def _largest_difference(pair, call, backward):
     for i, (t_file, g_file) in enumerate(zip(*sides)):
         if not (os.path.exists(t_file) and os.path.exists(g_file)):
             continue
-        a, b = np.load(t_file).astype(np.float64), np.load(g_file).astype(np.float64)
+        try:
+            a, b = np.load(t_file).astype(np.float64), np.load(g_file).astype(np.float64)
+        except (ValueError, TypeError):  # a dtype numpy cannot read (bfloat16): no location
+            continue
         if a.shape != b.shape:
             return {"output": i, "shape_target": list(a.shape), "shape_golden": list(b.shape)}
         diff = np.abs(a - b)
