@@ -7,7 +7,8 @@ Configs: "weights" = wg_distribution (unreduced + reduced) + mv_distribution + p
 every step; "weights+xy" adds every module's inputs, outputs and their gradients (all_xy). ops:
 min, max, norm, mean, nans. Each ratio is the median over rounds of (median monitored step /
 median plain step) of that round; rounds alternate plain and monitored models built alike, so
-slow drifts of the VM cancel. With msprobe importable (torch >= 2: .venv/torch2/bin/python),
+slow drifts of the VM cancel. "cpu ratio" is the same for the process CPU time of the steps (every
+thread), which other tenants of a VM disturb far less than wall time. With msprobe importable (torch >= 2: .venv/torch2/bin/python),
 msprobe's own TrainerMon is measured the same way, in a child process (it patches torch globally).
 Usage: python bench/bench_monitor.py [--rounds=N] [--steps=N] [--only=transformer,per-op]
 """
@@ -71,12 +72,14 @@ def step(model, opt, x):
 
 
 def timed(model, opt, x, n):
+    """(median wall time of a step, process CPU time per step: every thread of the process)."""
     times = []
+    cpu = time.process_time()
     for _ in range(n):
         t = time.perf_counter()
         step(model, opt, x)
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return statistics.median(times), (time.process_time() - cpu) / n
 
 
 def make_monitor(kind, config, model, opt, out):
@@ -102,14 +105,16 @@ def measure(kind, regime, config_name, rounds, steps):
         make_monitor(kind, CONFIGS[config_name], watched[0], watched[1], out)
         for m in (plain, watched):
             timed(*m, 2)  # warm-up: allocator, Adam state, first files
-        ratios, plain_t, watched_t = [], [], []
+        ratios, cpu_ratios, plain_t, watched_t = [], [], [], []
         for _ in range(rounds):
-            a = timed(*plain, steps)
-            b = timed(*watched, steps)
+            a, a_cpu = timed(*plain, steps)
+            b, b_cpu = timed(*watched, steps)
             plain_t.append(a)
             watched_t.append(b)
             ratios.append(b / a)
-        return statistics.median(ratios), statistics.median(plain_t), statistics.median(watched_t)
+            cpu_ratios.append(b_cpu / a_cpu)
+        return (statistics.median(ratios), statistics.median(cpu_ratios),
+                statistics.median(plain_t), statistics.median(watched_t))
 
 
 def main():
@@ -127,7 +132,8 @@ def main():
     except Exception as e:  # noqa: BLE001 - msprobe needs torch >= 2
         print(f"(msprobe not measured: {type(e).__name__}: {str(e)[:80]})")
     print(f"torch {torch.__version__}, {rounds} rounds x {steps} steps per side, 1 thread")
-    print(f"{'regime':12} {'config':11} {'tool':9} {'plain ms':>9} {'monitored ms':>13} {'ratio':>7}")
+    print(f"{'regime':12} {'config':11} {'tool':9} {'plain ms':>9} {'monitored ms':>13} {'ratio':>7} "
+          f"{'cpu ratio':>9}")
     for regime in regimes:
         for config_name in CONFIGS:
             for kind in kinds:
@@ -136,9 +142,9 @@ def main():
                 if p.returncode != 0:
                     print(f"{regime:12} {config_name:11} {kind:9} failed: {p.stderr.strip()[-200:]}")
                     continue
-                ratio, a, b = json.loads(p.stdout.strip().splitlines()[-1])
+                ratio, cpu_ratio, a, b = json.loads(p.stdout.strip().splitlines()[-1])
                 print(f"{regime:12} {config_name:11} {kind:9} {a * 1e3:9.1f} {b * 1e3:13.1f} "
-                      f"{ratio:7.3f}x")
+                      f"{ratio:7.3f}x {cpu_ratio:8.3f}x")
 
 
 if __name__ == "__main__":
