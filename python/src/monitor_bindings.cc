@@ -127,6 +127,7 @@ void register_monitor(py::module_& m) {
              }
              return out;
            })
+      .def("forget_cached_stats", &MonitorCollector::forget_cached_stats)
       .def("discard_step", &MonitorCollector::discard_step)
       .def("close", &MonitorCollector::close);
 }

@@ -80,6 +80,8 @@ class MonitorReportCommand : public Subcommand {
     printf("read %zu run(s), %zu rank(s), %zu series, %zu anomal%s\n", data.runs.size(),
            ranks.size(), data.series.size(), data.anomalies.size(),
            data.anomalies.size() == 1 ? "y" : "ies");
+    for (const auto& f : data.truncated_files)
+      printf("note: %s ends mid-line (a killed run?): its last line was skipped\n", f.c_str());
     printf("result: %s\n", out_.c_str());
     return 0;
   }

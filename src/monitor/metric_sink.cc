@@ -163,7 +163,10 @@ void MetricSink::write(MetricGroup group, int64_t step, const std::vector<Metric
       AnomalyEvent e;
       e.rank = s.rank;
       e.step = step;
-      e.micro_step = row.micro_step >= 0 ? row.micro_step : 0;
+      // msprobe's records carry micro step 0 (its factory never advances it); the row name keeps
+      // the real one. A row's micro step would misorder a step: its rows of the optimizer stage
+      // have none, and call ids already order a step's calls.
+      e.micro_step = 0;
       e.call_id = row.call_id >= 0 ? row.call_id : call_id_base + static_cast<int64_t>(i);
       e.tag_name = tag_name;
       e.op = op;

@@ -31,6 +31,14 @@ bool parse_value(const std::string& s, double* v) {
 }  // namespace
 
 MonitorCsv parse_monitor_csv(std::string_view text, const std::string& source) {
+  bool truncated = false;
+  if (!text.empty() && text.back() != '\n') {
+    const size_t last = text.rfind('\n');
+    if (last != std::string_view::npos) {  // a header alone without newline stays an error below
+      text = text.substr(0, last + 1);
+      truncated = true;
+    }
+  }
   const auto table = csv_parse(text, source);
   auto fail = [&](size_t line, const std::string& what) -> InputError {
     return InputError(source, "line " + std::to_string(line) + ": " + what);
@@ -40,6 +48,7 @@ MonitorCsv parse_monitor_csv(std::string_view text, const std::string& source) {
   if (header.size() < 3 || header[0] != "vpp_stage" || header[1] != "name" || header[2] != "step")
     throw fail(1, "header must start with vpp_stage,name,step");
   MonitorCsv out;
+  out.truncated = truncated;
   out.micro_step = header.size() > 3 && header[3] == "micro_step";
   std::vector<size_t> op_columns;
   for (size_t c = out.micro_step ? 4 : 3; c < header.size(); ++c) {

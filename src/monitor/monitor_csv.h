@@ -19,9 +19,13 @@ struct MonitorCsv {
     std::vector<double> values;  // one per op; NaN for "nan"
   };
   std::vector<Row> rows;
+  // The text ended inside a line (a writer killed mid-row): that line was left out.
+  bool truncated = false;
 };
 
-// A malformed file is an InputError naming source and the line.
+// A malformed file is an InputError naming source and the line. An unterminated last line (the
+// writer flushes whole rows at each step's end, so only a kill mid-write leaves one) is dropped
+// and reported through `truncated`, so a killed run's finished steps stay readable.
 MonitorCsv parse_monitor_csv(std::string_view text, const std::string& source);
 
 }  // namespace numprobe::monitor

@@ -103,6 +103,7 @@ void read_run(const std::string& dir, int64_t rank, Collector& c, MonitorData& d
       const std::string path = dir + "/" + name;
       const base::MappedFile m(path);
       const MonitorCsv csv = parse_monitor_csv(std::string_view(m.data(), m.size()), path);
+      if (csv.truncated) data.truncated_files.push_back(path);
       for (const auto& row : csv.rows)
         for (size_t k = 0; k < csv.ops.size(); ++k)
           c.add(group, csv.ops[k], rank, row.tag, row.step, row.values[k]);

@@ -442,3 +442,72 @@ def test_module_ranks_without_this_rank_writes_nothing(tmp_path, monkeypatch):
                        ops=["norm"])
     train_tiny(cfg, tmp_path / "out", monkeypatch, steps=2)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+class Masked(torch.nn.Module):
+    """A conv, a BatchNorm followed by an in-place ReLU (torchvision's ResNet), a checkpointed
+    block, and a module that takes a bool mask."""
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, h, mask):
+            return self.lin(h).masked_fill(mask, 0.0)
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(2)
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.proj = torch.nn.Linear(32, 8)
+        self.inner = torch.nn.Linear(8, 8)
+        self.block = Masked.Block()
+
+    def forward(self, x):
+        h = self.relu(self.bn(self.conv(x))).flatten(1)
+        h = self.proj(h)
+        h = torch.utils.checkpoint.checkpoint(self.inner, h, use_reentrant=True)
+        return self.block(h, h > 0.5)
+
+
+def test_hard_models_train_unchanged_under_the_monitor(tmp_path, monkeypatch):
+    """Regressions from review: an in-place ReLU after a hooked BatchNorm (autograd refuses to
+    modify a hook's view unless it is cloned), a bool mask with the zeros op (bool has no abs), a
+    checkpointed module (its recompute inside backward is not a second forward), an LR scheduler
+    made after set_monitor (it reads optimizer.step.__func__), set_monitor called twice (one
+    wrapper, one set of hooks): the losses stay bit-identical and the rows are counted once."""
+    cfg = write_config(tmp_path / "mon.json", targets={}, xy_distribution=True, wg_distribution=True,
+                       ops=["norm", "zeros"])
+    monkeypatch.setenv("MONITOR_OUTPUT_DIR", str(tmp_path / "out"))
+
+    def run(monitored):
+        torch.manual_seed(0)
+        model = Masked()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        if monitored:
+            mon = numprobe.TrainerMon(str(cfg))
+            mon.set_monitor(model, grad_acc_steps=1, optimizer=opt)
+            mon.set_monitor(model, grad_acc_steps=1, optimizer=opt)  # again: replaces, not adds
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(torch.randn(4, 1, 4, 4, requires_grad=True)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+        return losses
+
+    assert run(True) == run(False)
+    (run_dir,) = run_dirs(tmp_path / "out")
+    _, actv = rows_by_name(run_dir / "actv_1-1.csv")
+    inner = [k for k in actv if k[0] == "inner.output"]
+    assert inner == [("inner.output", "1", "0")], sorted(actv)  # no second row from the recompute
+    assert ("block.input_1", "1", "0") in actv or ("block.input", "1", "0") in actv
+    _, grads = rows_by_name(run_dir / "grad_reduced_2-2.csv")
+    assert len([k for k in grads if k[0] == "conv.weight"]) == 1  # one hook, one row
+    steps = sorted({int(r[2]) for f in run_dir.glob("grad_reduced_*.csv") for r in read_rows(f)[1:]})
+    assert steps == [0, 1, 2]  # one wrapper: the step counter advanced once a step

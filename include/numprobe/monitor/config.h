@@ -5,7 +5,8 @@
 //    does not support (l2_targets, recording_l2_features, sa_order, ...) is a numprobe::Error
 //    naming the file and the field. A field of the wrong type or out of range likewise.
 //  - Defaults are msprobe's: start_step 0, step_interval 1, collect_times 1e8, eps 1e-8, ndigits 6,
-//    step_count_per_record 1, squash_name true, format csv, ops ["norm"] when none are given.
+//    step_count_per_record 1, squash_name false (msprobe's code; its doc says true), format csv,
+//    ops ["norm"] when none are given.
 //  - ops keep the order of the file (the CSV columns follow it); duplicates are dropped.
 #pragma once
 
@@ -69,7 +70,7 @@ struct MonitorConfig {
   double eps = 1e-8;
   int ndigits = 6;
   int64_t step_count_per_record = 1;
-  bool squash_name = true;
+  bool squash_name = false;
   std::vector<std::string> append_output;
 
   // Whether `step` is collected: step >= start_step, (step - start_step) % step_interval == 0,

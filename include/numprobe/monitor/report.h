@@ -34,6 +34,8 @@ struct MonitorData {
   std::vector<MonitorSeries> series;
   std::vector<AnomalyRecord> anomalies;
   std::vector<std::string> anomaly_files;
+  // CSV files whose last line was cut short (a killed run): that line was skipped.
+  std::vector<std::string> truncated_files;
 };
 
 // Reads every run directory (<time>-rank<r>-<uid>) under base. A malformed CSV or event file is an

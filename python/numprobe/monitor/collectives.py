@@ -15,6 +15,9 @@ DISTRIBUTED_OPS = [
     "gather", "_all_gather_base", "all_gather_into_tensor",
 ]
 
+# Point-to-point calls that return before their transfer completes.
+ASYNC_OPS = {"isend", "irecv", "batch_isend_irecv"}
+
 
 def _arg_tensors(args):
     """The tensors of a collective's arguments: tensors, lists of tensors (stacked, as msprobe),
@@ -73,10 +76,10 @@ class CollectiveHooks:
             if self.pre:
                 self._record(op, n, "pre", all_args)
             out = fn(*args, **kwargs)
-            work = out if out is not None and hasattr(out, "wait") else None
-            if work is not None and kwargs.get("async_op", False):
-                work.wait()  # an asynchronous collective's outputs exist once it completed
-            self._record(op, n, "post", all_args)
+            # An asynchronous call's outputs exist only once its work completes; waiting here
+            # would remove the overlap the program asked for, so such calls get pre rows only.
+            if not kwargs.get("async_op", False) and op not in ASYNC_OPS:
+                self._record(op, n, "post", all_args)
             return out
 
         wrapper.__wrapped__ = fn

@@ -3,7 +3,9 @@ the module structure (print_struct) and the modules' call stacks (stack_info).""
 import csv
 import inspect
 import json
+import logging
 import os
+import sys
 import traceback
 
 import torch
@@ -11,19 +13,82 @@ import torch
 from .groups import G
 from .names import chunk_prefix, slot_names, squash_param_name
 
+log = logging.getLogger("numprobe.monitor")
+
 _FORWARD_TAKES_KWARGS = "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_hook).parameters
 
 
 def _tensors(value):
-    """The tensors of a module's arguments or result, one level deep (msprobe records tensors and
-    tuples/lists of them)."""
-    if isinstance(value, torch.Tensor) or value is None:
+    """The slots of a module's result or gradients as msprobe's build_tbtag_tensor_map names them:
+    a tensor is one slot; every element of a tuple or list is one (a non-tensor, such as an LSTM's
+    (h, c) or a missing gradient, gives None: a row of nan); anything else (a dict, None) none."""
+    if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, torch.Tensor) or v is None]
-    if isinstance(value, dict):
-        return [v for v in value.values() if isinstance(v, torch.Tensor)]
+        return [v if isinstance(v, torch.Tensor) else None for v in value]
     return []
+
+
+_graph_task_id = getattr(torch._C, "_current_graph_task_id", None)
+
+
+def _recomputing():
+    """Whether a forward runs again inside backward (activation checkpointing): msprobe skips
+    those. torch >= 2 says whether autograd is running; torch 1.x: checkpoint's frames."""
+    if _graph_task_id is not None:
+        return _graph_task_id() != -1
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        # checkpoint's first forward runs in its forward; the recompute in its backward (reentrant)
+        # or its saved-tensor unpack hook (non-reentrant)
+        if code.co_filename.endswith(_CHECKPOINT_FILE) and (
+                code.co_name in ("backward", "recompute_fn") or "unpack" in code.co_name):
+            return True
+        frame = frame.f_back
+    return False
+
+
+_CHECKPOINT_FILE = os.path.join("torch", "utils", "checkpoint.py")
+
+
+class _CloningBackwardHooks:
+    """msprobe's wrap of BackwardHook.setup_input_hook/setup_output_hook: the tensors a full
+    backward hook hands on are cloned, so an in-place op after a hooked module (ResNet's
+    ReLU(inplace=True) after a BatchNorm) does not modify a hook's view, which autograd refuses.
+    Values are unchanged. Installed while module backward hooks are, undone after."""
+    users = 0
+    originals = None
+
+    @classmethod
+    def acquire(cls):
+        cls.users += 1
+        if cls.users > 1:
+            return
+        hooks = torch.utils.hooks.BackwardHook
+        cls.originals = (hooks.setup_input_hook, hooks.setup_output_hook)
+
+        def cloning(setup):
+            def wrapped(*args, **kwargs):
+                out = setup(*args, **kwargs)
+                with torch.no_grad():
+                    if isinstance(out, torch.Tensor):
+                        return out.clone()
+                    if isinstance(out, tuple):
+                        return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in out)
+                return out
+            return wrapped
+
+        hooks.setup_input_hook = cloning(cls.originals[0])
+        hooks.setup_output_hook = cloning(cls.originals[1])
+
+    @classmethod
+    def release(cls):
+        cls.users -= 1
+        if cls.users == 0 and cls.originals is not None:
+            hooks = torch.utils.hooks.BackwardHook
+            hooks.setup_input_hook, hooks.setup_output_hook = cls.originals
+            cls.originals = None
 
 
 def _struct(values):
@@ -54,6 +119,7 @@ class ModuleHooks:
         self.structs = {}  # print_struct: module name -> slot structures
         self.stacks = {}   # stack_info: module name -> call stack of its first forward
         self.stack_written = False
+        self.cloning = False  # this instance holds _CloningBackwardHooks
 
     # ---- which modules -------------------------------------------------------------------
     def _target_name(self, module_name, prefix):
@@ -83,15 +149,30 @@ class ModuleHooks:
                 if not c["backward_only"]:
                     self._register_forward(module, _Context(name))
                 if not c["forward_only"]:
-                    self._hook(module.register_full_backward_hook(self._backward_hook(_Context(name))))
+                    self._register_backward(module, _Context(name))
 
     def _hook(self, handle):
         self.handles.append(handle)
+
+    def _register_backward(self, module, ctx):
+        # A module with a legacy register_backward_hook cannot take a full one (torch refuses
+        # both): msprobe skips it, and so does numprobe, saying so.
+        try:
+            self._hook(module.register_full_backward_hook(self._backward_hook(ctx)))
+        except RuntimeError as e:
+            log.warning("numprobe monitor: %s: gradients not monitored: %s", ctx.name, e)
+            return
+        if not self.cloning:
+            _CloningBackwardHooks.acquire()
+            self.cloning = True
 
     def remove(self):
         for h in self.handles:
             h.remove()
         self.handles.clear()
+        if self.cloning:
+            _CloningBackwardHooks.release()
+            self.cloning = False
 
     # ---- hooks ---------------------------------------------------------------------------
     def _register_forward(self, module, ctx):
@@ -106,7 +187,7 @@ class ModuleHooks:
         group = G["actv"]
 
         def hook(module, args, kwargs, output):
-            if not module.training or not mon.collecting():
+            if not module.training or not mon.collecting() or _recomputing():
                 return
             inputs = [a for a in args if torch.is_tensor(a)]
             inputs += [v for v in kwargs.values() if torch.is_tensor(v)]

@@ -8,6 +8,8 @@ optimizer step ends (msprobe's step_final_hook).
 import json
 import logging
 import os
+import tempfile
+import types
 
 import torch
 
@@ -16,6 +18,8 @@ from .groups import G, _C
 from .names import chunk_prefix, squash_param_name
 
 log = logging.getLogger("numprobe.monitor")
+
+MAX_KEPT_ANOMALIES = 10000
 
 
 def _rank():
@@ -58,7 +62,8 @@ class TrainerMon:
         self.start_step = self.config["start_step"]
         self.collected = 0
         self.monitoring = False
-        self.anomalies = []  # every anomaly reported so far (dicts), in report order
+        self.anomalies = []  # the first MAX_KEPT_ANOMALIES anomalies reported (dicts)
+        self.anomaly_count = 0  # all of them
         self._handles = []
         self._module_hooks = None
         self._cc = None
@@ -86,6 +91,9 @@ class TrainerMon:
         if not isinstance(start_iteration, int) or start_iteration < 0:
             raise ValueError(f"numprobe TrainerMon.set_monitor: start_iteration must be an int >= "
                              f"0, got {start_iteration!r}")
+        if self.optimizer is not None:  # set_monitor again: the old hooks and wrapper go first
+            self._stop()
+            _unwrap_step(self.optimizer)
         self.model = list(model) if isinstance(model, (list, tuple)) else [model]
         self.optimizer = optimizer
         self.micro_batch_number = grad_acc_steps
@@ -207,7 +215,8 @@ class TrainerMon:
         group = G["grad_unreduced"]
         for param, name in self._param_names.items():
             param._numprobe_micro_step = 0
-            acc = param.expand_as(param).grad_fn.next_functions[0][0]
+            with torch.enable_grad():  # set_monitor may run under no_grad (so may a dynamic start)
+                acc = param.expand_as(param).grad_fn.next_functions[0][0]
 
             def hook(*_unused, param=param, name=name):
                 micro = param._numprobe_micro_step
@@ -222,10 +231,13 @@ class TrainerMon:
             self._grad_accs.append(acc)  # the node must outlive the hook
 
     def _wrap_step(self, optimizer):
+        """optimizer.step, wrapped (msprobe's patch_step) as a bound method: LR schedulers made
+        afterwards read ``optimizer.step.__func__``."""
+        _unwrap_step(optimizer)
         original = optimizer.step
         mon = self
 
-        def step(*args, **kwargs):
+        def step(_optimizer, *args, **kwargs):
             collecting = mon.collecting()
             if collecting:
                 mon._before_step(optimizer)
@@ -236,7 +248,7 @@ class TrainerMon:
             return out
 
         step._numprobe_original = original
-        optimizer.step = step
+        optimizer.step = types.MethodType(step, optimizer)
 
     # ---- the optimizer step ----------------------------------------------------------------
     def _before_step(self, optimizer):
@@ -303,6 +315,9 @@ class TrainerMon:
 
     def _after_step(self):
         if self.collector is not None and self.config["param_distribution"]:
+            # An optimizer writing through p.data leaves p's version as it was: statistics cached
+            # before the update must not be reused for it.
+            self.collector.forget_cached_stats()
             with torch.no_grad():
                 self.collector.add_many(G["param_updated"], list(self._param_names.values()),
                                         list(self._param_names))
@@ -312,7 +327,10 @@ class TrainerMon:
         if self.collecting() and self.collector is not None:
             found = self.collector.finish_step(self.step)
             self._last_rows = self.collector.last_rows()
-            self.anomalies.extend(found)
+            # After a divergence every row of every step may be one: the list keeps the first
+            # MAX_KEPT_ANOMALIES (anomaly.json and the counts keep the rest).
+            self.anomaly_count += len(found)
+            self.anomalies.extend(found[:max(0, MAX_KEPT_ANOMALIES - len(self.anomalies))])
             for a in found[:5]:
                 log.warning("numprobe monitor: %s", a["message"])
             if len(found) > 5:
@@ -325,7 +343,12 @@ class TrainerMon:
                 self._stop()
                 self.monitoring = False
                 if self.dynamic_enable:
-                    _switch_dynamic_off(self.config_file_path)
+                    if self.rank == _lowest_rank(self.config["module_ranks"]):
+                        _switch_dynamic_off(self.config_file_path)
+                    try:  # our own write is not a new config
+                        self._config_mtime = os.path.getmtime(self.config_file_path)
+                    except OSError:
+                        pass
         elif self.collector is not None and self.collector.pending_rows():
             self.collector.discard_step()
         self.step += 1
@@ -376,6 +399,19 @@ def _group_of(process_group, rank):
     return (mates.index(rank) if rank in mates else 0), mates
 
 
+def _lowest_rank(module_ranks):
+    """The rank that rewrites the config when dynamic mode ends (one writer for all ranks)."""
+    return min(module_ranks) if module_ranks else 0
+
+
+def _unwrap_step(optimizer):
+    """Restores optimizer.step where numprobe wrapped it."""
+    # a bound method reads its function's attributes
+    original = getattr(getattr(optimizer, "step", None), "_numprobe_original", None)
+    if original is not None:
+        optimizer.step = original
+
+
 def _is_optimizer(obj):
     return isinstance(obj, torch.optim.Optimizer) or (
         hasattr(obj, "step") and hasattr(obj, "param_groups") and hasattr(obj, "state"))
@@ -388,8 +424,8 @@ def _switch_dynamic_off(path):
         with open(path, "r", encoding="utf-8") as f:
             config = json.load(f)
         config["dynamic_on"] = False
-        tmp = path + ".numprobe.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        fd, tmp = tempfile.mkstemp(prefix=".numprobe-", dir=os.path.dirname(os.path.abspath(path)))
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2)
         os.replace(tmp, path)
     except (OSError, ValueError) as e:

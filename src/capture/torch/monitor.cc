@@ -6,6 +6,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -121,13 +122,20 @@ TrainerMon::TrainerMon(const std::string& config_path, int64_t rank)
 }
 
 TrainerMon::~TrainerMon() {
-  if (impl_->collector) impl_->collector->close();
+  try {
+    if (impl_->collector) impl_->collector->close();
+  } catch (const std::exception& e) {  // a destructor must not throw (a full disk, say)
+    std::fprintf(stderr, "numprobe TrainerMon: closing the monitor files: %s\n", e.what());
+  }
 }
 
 void TrainerMon::set_monitor(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                              int64_t grad_acc_steps, int64_t start_iteration) {
   if (grad_acc_steps < 1) throw Error("numprobe TrainerMon: grad_acc_steps must be >= 1");
   Impl& m = *impl_;
+  // The gradient hooks of a first call cannot be taken back from libtorch's tensors.
+  if (m.optimizer)
+    throw Error("numprobe TrainerMon: set_monitor was already called (one model per monitor)");
   m.optimizer = &optimizer;
   m.micro_batches = grad_acc_steps;
   m.step = start_iteration;
@@ -161,12 +169,11 @@ void TrainerMon::set_monitor(torch::nn::Module& model, torch::optim::Optimizer& 
       s.param_micro[i] = (micro + 1) % s.micro_batches;
       if (!s.collecting()) return;
       const auto& [param, name] = s.params[i];
-      if (s.config.monitor_mbs_grad) {
-        s.collector->add(MetricGroup::kGradUnreduced, name, micro, grad);
-      } else if (micro + 1 == s.micro_batches) {
-        const at::Tensor acc = param.grad().defined() ? param.grad() + grad : grad;
-        s.collector->add(MetricGroup::kGradUnreduced, name, -1, acc);
-      }
+      // The gradient as accumulated so far (what Python and msprobe read after accumulation).
+      if (!s.config.monitor_mbs_grad && micro + 1 != s.micro_batches) return;
+      const at::Tensor acc = param.grad().defined() ? param.grad() + grad : grad;
+      s.collector->add(MetricGroup::kGradUnreduced, name, s.config.monitor_mbs_grad ? micro : -1,
+                       acc);
     });
   }
 }
@@ -239,6 +246,7 @@ void TrainerMon::before_step() {
 void TrainerMon::after_step() {
   Impl& m = *impl_;
   if (m.collecting()) {
+    m.collector->forget_cached_stats();  // the update may not have bumped version counters
     if (m.config.param_distribution)
       for (const auto& [p, name] : m.params)
         m.collector->add(MetricGroup::kParamUpdated, name, -1, p);

@@ -46,6 +46,13 @@ monitor::TensorSummary summary_of(const TensorStats& st, double zeros) {
   return s;
 }
 
+// Elements with |x| < eps (x real: complex tensors arrive as magnitudes). Bool has no abs: its
+// zeros are its false elements. Stays on x's device.
+at::Tensor near_zero_count(const at::Tensor& x, double eps) {
+  if (x.scalar_type() == c10::ScalarType::Bool) return x.logical_not().sum().to(at::kDouble);
+  return x.abs().lt(eps).sum().to(at::kDouble);
+}
+
 }  // namespace
 
 monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
@@ -57,8 +64,13 @@ monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
   leaf.resolve_stats();
   if (!leaf.has_stats) return all_nan();
   const at::Tensor x = d.is_complex() ? d.abs() : d;
-  return summary_of(leaf.stats, x.abs().lt(eps).sum().to(at::kDouble).item<double>() /
-                                    static_cast<double>(d.numel()));
+  double zeros = kNaN;
+  try {
+    zeros = near_zero_count(x, eps).item<double>() / static_cast<double>(d.numel());
+  } catch (const c10::Error&) {
+    // a dtype without the ops: zeros stays nan
+  }
+  return summary_of(leaf.stats, zeros);
 }
 
 struct MonitorCollector::Pending {
@@ -122,8 +134,7 @@ void MonitorCollector::add(MetricGroup group, const std::string& name, int64_t m
       try {
         // Eight reductions (+ the near-zero count) stay on the device until finish_step.
         at::Tensor r = device_reductions(d);
-        if (want_zeros_)
-          r = at::cat({r, d.abs().lt(config_.eps).sum().to(at::kDouble).reshape({1})});
+        if (want_zeros_) r = at::cat({r, near_zero_count(d, config_.eps).reshape({1})});
         p.slot = static_cast<int64_t>(device_.size());
         device_.push_back(std::move(r));
       } catch (const c10::Error&) {
@@ -135,7 +146,13 @@ void MonitorCollector::add(MetricGroup group, const std::string& name, int64_t m
       leaf.resolve_stats();
       p.has_stats = leaf.has_stats;
       p.stats = leaf.stats;
-      if (want_zeros_) p.near_zero = d.abs().lt(config_.eps).sum().item<double>();
+      if (want_zeros_) {
+        try {
+          p.near_zero = near_zero_count(d, config_.eps).item<double>();
+        } catch (const c10::Error&) {
+          // a dtype without the ops (a summary must never stop training): zeros stays nan
+        }
+      }
     }
   }
   rows_.push_back(std::move(p));
@@ -198,6 +215,10 @@ std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
   // Tensors freed during the step may give their addresses to new ones: the cache forgets them.
   next_stats_generation();
   return sink_->end_step(step);
+}
+
+void MonitorCollector::forget_cached_stats() {
+  next_stats_generation();
 }
 
 void MonitorCollector::discard_step() {

@@ -57,6 +57,9 @@ class MonitorCollector {
   const std::vector<std::pair<monitor::MetricGroup, monitor::MetricRow>>& last_rows() const {
     return last_rows_;
   }
+  // Statistics cached for tensors seen so far are not reused: parameters an optimizer updated
+  // through .data keep their version counter, so after the update they must be read again.
+  void forget_cached_stats();
   // Drops the rows of a step that is not written (outside the schedule).
   void discard_step();
   void close();

@@ -26,7 +26,7 @@ TEST(MonitorConfig, DefaultsAreMsprobes) {
   EXPECT_DOUBLE_EQ(c.eps, 1e-8);
   EXPECT_EQ(c.ndigits, 6);
   EXPECT_EQ(c.step_count_per_record, 1);
-  EXPECT_TRUE(c.squash_name);
+  EXPECT_FALSE(c.squash_name);  // msprobe's code: config.get('squash_name', False)
   EXPECT_EQ(c.format, OutputFormat::kCsv);
   EXPECT_EQ(c.ops, std::vector<std::string>{"norm"});
   EXPECT_TRUE(c.alert_rules.empty());
@@ -47,7 +47,7 @@ TEST(MonitorConfig, EveryField) {
     "alert": {"rules": [{"rule_name": "AnomalyTurbulence", "args": {"threshold": 0.5}},
                         {"rule_name": "AnomalyNan"}], "dump": true},
     "format": "tensorboard", "ops": ["max", "norm", "max", "infs"], "eps": 1e-6, "ndigits": 3,
-    "step_count_per_record": 10, "squash_name": false,
+    "step_count_per_record": 10, "squash_name": true,
     "append_output": ["Dec03_21-34-40", "Dec03_22-00-00"]})",
                                                "cfg.json");
   EXPECT_EQ(c.targets.at("fc1").input, "tuple[2]:0");
@@ -73,7 +73,7 @@ TEST(MonitorConfig, EveryField) {
   EXPECT_DOUBLE_EQ(c.eps, 1e-6);
   EXPECT_EQ(c.ndigits, 3);
   EXPECT_EQ(c.step_count_per_record, 10);
-  EXPECT_FALSE(c.squash_name);
+  EXPECT_TRUE(c.squash_name);
   EXPECT_EQ(c.append_output.size(), 2u);
 
   // The canonical JSON reads back to the same config.
