@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import torch
+import torch.utils.checkpoint
 
 from conftest import BUILD, PYDIR, live
 

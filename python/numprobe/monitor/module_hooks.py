@@ -70,12 +70,12 @@ class _CloningBackwardHooks:
 
         def cloning(setup):
             def wrapped(*args, **kwargs):
+                # The clones stay in the graph (clone is differentiable): gradients flow as before.
                 out = setup(*args, **kwargs)
-                with torch.no_grad():
-                    if isinstance(out, torch.Tensor):
-                        return out.clone()
-                    if isinstance(out, tuple):
-                        return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in out)
+                if isinstance(out, torch.Tensor):
+                    return out.clone()
+                if isinstance(out, tuple):
+                    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in out)
                 return out
             return wrapped
 
