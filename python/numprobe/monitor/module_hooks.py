@@ -196,14 +196,7 @@ class ModuleHooks:
                 self.structs.setdefault(ctx.name, {}).update(
                     {"input": _struct(inputs), "output": _struct(output)})
                 return
-            add = mon.collector.add
-            with torch.no_grad():
-                for slot, tensors in (("input", inputs), ("output", outputs)):
-                    for row, t in zip(slot_names(ctx.name, slot, len(tensors)), tensors):
-                        # None (MultiheadAttention's weights when not asked for): a nan row as
-                        # msprobe writes it, never an anomaly
-                        add(group, row, ctx.micro_step, t)
-            ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
+            self._record(group, ctx, (("input", inputs), ("output", outputs)))
 
         return hook
 
@@ -218,15 +211,22 @@ class ModuleHooks:
                 self.structs.setdefault(ctx.name, {}).update(
                     {"input_grad": _struct(grad_input), "output_grad": _struct(grad_output)})
                 return
-            add = mon.collector.add
-            with torch.no_grad():
-                for slot, grads in (("input", _tensors(grad_input)), ("output", _tensors(grad_output))):
-                    for row, g in zip(slot_names(ctx.name, slot, len(grads)), grads):
-                        # None (an input that needs no gradient): a nan row, never an anomaly
-                        add(group, row, ctx.micro_step, g)
-            ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
+            self._record(group, ctx, (("input", _tensors(grad_input)),
+                                      ("output", _tensors(grad_output))))
 
         return hook
+
+    def _record(self, group, ctx, slots):
+        """One micro-batch of a module: a row per tensor of each (slot, tensors), then the next
+        micro step. A None (an input gradient nobody needs, attention weights not asked for) is a
+        row of nan as msprobe writes it, never an anomaly."""
+        mon = self.mon
+        add = mon.collector.add
+        with torch.no_grad():
+            for slot, tensors in slots:
+                for row, t in zip(slot_names(ctx.name, slot, len(tensors)), tensors):
+                    add(group, row, ctx.micro_step, t)
+        ctx.micro_step = (ctx.micro_step + 1) % mon.micro_batch_number
 
     def _stack_hook(self, name):
         mon = self.mon

@@ -283,9 +283,7 @@ class TrainerMon:
             if grad is None:
                 continue
             m = states.get(param, {}).get("exp_avg")
-            if self.step == 0 or m is None:
-                self.collector.add_value(G["other"], name, 1.0)
-            elif m.numel() == 0:
+            if self.step == 0 or m is None or m.numel() == 0:
                 self.collector.add_value(G["other"], name, 1.0)
             else:
                 ratio = ((grad.sign() * m.sign()).sum() / m.numel() + 1) / 2

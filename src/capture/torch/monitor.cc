@@ -83,6 +83,8 @@ struct TrainerMon::Impl {
   int64_t collected = 0;
   std::vector<std::string> anomalies;
 
+  // Counted, not derived from the step: a run resumed past start_step (start_iteration) still
+  // collects collect_times steps, as msprobe's has_collect_times does.
   bool collecting() const {
     if (!collector || step < config.start_step) return false;
     if ((step - config.start_step) % config.step_interval != 0) return false;
@@ -197,8 +199,8 @@ void TrainerMon::record_activation(const std::string& module, const at::Tensor& 
     return [weak, name, slot](const at::Tensor& grad) {
       auto self = weak.lock();
       if (!self || !self->collecting()) return;
-      const int64_t mi = self->module_grad_micro[name + slot];
-      self->module_grad_micro[name + slot] = (mi + 1) % self->micro_batches;
+      const int64_t mi =
+          Impl::next_micro(self->module_grad_micro, name + slot, self->micro_batches);
       self->collector->add(MetricGroup::kActvGrad, name + slot, mi, grad);
     };
   };
