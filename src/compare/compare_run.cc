@@ -4,6 +4,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -284,10 +285,17 @@ void chain_steps(CompareReport& report) {
     std::stable_sort(pairs.begin(), pairs.end(), [](const PairResult* a, const PairResult* b) {
       return a->target_where.step < b->target_where.step;
     });
-    for (size_t i = 1; i < pairs.size(); ++i) {
-      const double carried = carried_discrepancy(*pairs[i - 1]);
-      if (carried > 0) judge_divergence(*pairs[i], carried, pairs[i - 1]);
-    }
+    // A first dumped step after step 0 (msprobe's `step: [N]`, a start() at the step where the
+    // loss went wrong): the steps before it were not dumped, so how far the runs' parameters and
+    // optimizer state had already drifted is unknown. Its parameters may differ by any amount; its
+    // ops are judged by what they do to their inputs (issue 30).
+    if (!pairs.empty() && pairs.front()->target_where.step > 0 &&
+        pairs.front()->golden_where.step > 0)
+      judge_divergence(*pairs.front(), std::numeric_limits<double>::infinity());
+    // Every later step knows its predecessor: the drift it carried, or that it agreed bit for bit
+    // (then this step's parameters are the same bits too, whatever CPU each run used).
+    for (size_t i = 1; i < pairs.size(); ++i)
+      judge_divergence(*pairs[i], carried_discrepancy(*pairs[i - 1]), pairs[i - 1]);
   }
 }
 

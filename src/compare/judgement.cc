@@ -108,6 +108,47 @@ double accumulated_terms(OpClass c, std::string_view entry,
              : static_cast<double>(std::max<int64_t>(in[0]->shape[in[0]->shape.size() - 1], 1));
 }
 
+// The module a Module/Cell entry belongs to: its name before the direction ("Module.head.Linear"
+// for "Module.head.Linear.parameters_grad.0" and "Module.head.Linear.forward.0").
+std::string_view module_of(std::string_view entry) {
+  for (std::string_view dir : {".forward.", ".backward.", ".parameters_grad."}) {
+    const size_t at = entry.rfind(dir);
+    if (at != std::string_view::npos) return entry.substr(0, at);
+  }
+  return entry;
+}
+
+// The rounding an accumulating op nobody recorded may leave in a tensor of this row's shape and
+// dtype: reduction-order noise over as many terms as its last dimension holds (the contraction
+// estimate of accumulated_terms). Another CPU generation or BLAS kernel gives exactly this while
+// every recorded entry still agrees bit for bit: a gradient whose producer (an LSTM's input
+// gradient, a weight gradient no API entry lists) was not dumped.
+double uncaptured_rounding(const CompareRow& r) {
+  const double last =
+      r.shape.empty() ? 1 : static_cast<double>(std::max<int64_t>(r.shape[r.shape.size() - 1], 1));
+  return reduction_order_tolerance(OpClass::kContraction, r.element_type, last);
+}
+
+// The rounding another CPU generation leaves in initial weights: torch's random initialisers run
+// vectorised transcendental functions (log, cos) that differ from the scalar ones by a few ulps
+// (seen: up to 2.5 ulps on an embedding drawn by randn). A weight loaded wrong, a row scaled by
+// 1e-3, moves the weight's statistics far more.
+double initial_rounding(const CompareRow& r) {
+  return dtype_is_floating(r.element_type) ? 8 * dtype_epsilon(r.element_type) : 0;
+}
+
+// A forward input row of the call's first argument ("input.0", "input.0.1", "input.input",
+// "input.self"): the data an op works on, rather than its weights and options.
+bool first_argument(const CompareRow& row) {
+  std::string_view suffix = row.name.substr(row.suffix_at);
+  if (!suffix.empty() && suffix.front() == '.') suffix.remove_prefix(1);
+  constexpr std::string_view kInput = "input.";
+  if (suffix.compare(0, kInput.size(), kInput) != 0) return false;
+  suffix.remove_prefix(kInput.size());
+  const std::string_view head = suffix.substr(0, suffix.find('.'));
+  return head == "0" || head == "input" || head == "self";
+}
+
 // Coarser dtype: the one with the larger epsilon.
 DType coarser(DType a, DType b) {
   if (!dtype_is_floating(b)) return a;
@@ -155,6 +196,24 @@ double cancellation(OpClass c, const std::vector<const CompareRow*>& in, const C
   return std::max(1.0, terms / out);
 }
 
+// A forward input an op adds to its result (a linear, convolution or norm's bias): its difference
+// reaches the output as an absolute one, not in proportion to the bias's own size. A bias near
+// zero whose elements moved by a drifted step differs a lot relative to itself, and not at all
+// relative to the output it is added to.
+bool additive_input(const CompareRow& row) {
+  std::string_view suffix = row.name.substr(row.suffix_at);
+  if (!suffix.empty() && suffix.front() == '.') suffix.remove_prefix(1);
+  constexpr std::string_view kBias = "input.bias";
+  if (suffix == kBias) return true;
+  const std::string api = forward_api_of(row);
+  if (api.empty()) return false;
+  if (other_input_spelling(api, suffix) == kBias) return true;
+  // linear(input, weight, bias), conv*d(input, weight, bias, ...): no Python re-spelling, so no
+  // table entry.
+  const bool weight_then_bias = api == "Functional.linear" || api.rfind("Functional.conv", 0) == 0;
+  return weight_then_bias && suffix == "input.2";
+}
+
 // A buffer an op updates in place from each batch (BatchNorm's running_mean/running_var): state
 // the previous step left behind, like the parameters it updated.
 bool running_statistic(const CompareRow& row) {
@@ -167,7 +226,31 @@ bool running_statistic(const CompareRow& row) {
          other_input_spelling(api, suffix).compare(0, kRunning.size(), kRunning) == 0;
 }
 
+bool low_precision_dtype(DType t) {
+  return t == DType::kBF16 || t == DType::kF16;
+}
+bool full_precision_dtype(DType t) {
+  return t == DType::kF32 || t == DType::kF64;
+}
+
+// The two runs hold one tensor in a low and a full precision float: what a mixed-precision pair
+// does everywhere, not a finding there.
+bool precision_change(DType a, DType b) {
+  return (low_precision_dtype(a) && full_precision_dtype(b)) ||
+         (low_precision_dtype(b) && full_precision_dtype(a));
+}
+
 struct Judge {
+  Judge(PairResult& pair, bool structural_names, double carried_drift,
+        const PairResult* previous_step)
+      : p(pair),
+        md5(pair.mode == CompareMode::kMd5),
+        structural(structural_names),
+        bitwise(carried_drift == 0),
+        regime(bitwise ? Regime::kBitwise : Regime::kReductionOrder),
+        carried(carried_drift),
+        previous(previous_step) {}
+
   PairResult& p;
   const bool md5;
   const bool structural;  // same framework, no user mappings: names and arguments are comparable
@@ -202,6 +285,14 @@ struct Judge {
   std::vector<size_t> suspect_positions;
   const PairResult* previous = nullptr;  // the previous step of the same rank, if any
   std::unordered_map<std::string_view, const CompareRow*> previous_rows;  // its golden's, by name
+  // Module -> the rows its forward's first tensor input holds (numel over the last dimension):
+  // the terms each element of its weights' gradients sums.
+  std::unordered_map<std::string, double> module_rows;
+  // Forward API entry -> the largest difference of its tensor inputs: what its backward computes
+  // from besides its gradients (relu's mask, the saved activations of a matmul).
+  std::unordered_map<std::string, double> forward_inputs;
+  // kBF16/kF16 for a mixed-precision pair (mixed_precision_dtype), else kUnknown.
+  DType mixed = DType::kUnknown;
 
   double discrepancy(const CompareRow& t, const CompareRow& g) const {
     if (md5 && t.kind == RowKind::kTensor && g.kind == RowKind::kTensor)
@@ -360,6 +451,9 @@ struct Judge {
     bool unexplained_external = false, unexplained_param = false;
     DType dt = DType::kUnknown;
     std::vector<const CompareRow*> inputs;
+    // Tensor inputs' differences for the amplification bound: (difference, the input's magnitude
+    // when it is added to the output, else 0).
+    std::vector<std::pair<double, double>> input_differences;
     bool any_difference = false;
     for (size_t i = g.begin; i < g.end; ++i) {
       const RowResult& r = p.rows[i];
@@ -406,10 +500,13 @@ struct Judge {
       // gradients judge them.
       if (both_tensors && !in && !forward && t.shape != gr.shape) continue;
       if (structural && both_tensors && r.pair.dtype_checked && t.element_type != DType::kUnknown &&
-          gr.element_type != DType::kUnknown && t.element_type != gr.element_type && !dtype)
+          gr.element_type != DType::kUnknown && t.element_type != gr.element_type && !dtype &&
+          !(mixed != DType::kUnknown && precision_change(t.element_type, gr.element_type)))
         dtype = &r;
       if (in) {
         d_in = std::max(d_in, d);
+        if (both_tensors && d > 0)
+          input_differences.emplace_back(d, forward && additive_input(t) ? magnitude(t) : 0);
         if (d > 0 && both_tensors && !unexplained) {
           // Where did this input come from? A golden producer whose target counterpart holds
           // other values than this input means an uncaptured change in between; no producer
@@ -417,9 +514,13 @@ struct Judge {
           auto it = producers.find(tensor_key(gr));
           if (it != producers.end()) {
             const CompareRow& made = p.target_rows[static_cast<size_t>(it->second)];
-            if (discrepancy(t, made) > 0) {
-              unexplained = &r;
-            }
+            // In a mixed-precision pair one run may pass a tensor on in both dtypes (autocast's
+            // casts between the dumped ops): the copies differ by one rounding.
+            const double cast =
+                mixed != DType::kUnknown && precision_change(t.element_type, made.element_type)
+                    ? kMixedPrecisionUlps * dtype_epsilon(mixed)
+                    : 0;
+            if (discrepancy(t, made) > cast) unexplained = &r;
           } else {
             // Parameters may differ by what the previous step carried. Other tensors from
             // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
@@ -428,11 +529,35 @@ struct Judge {
             const bool param =
                 t.requires_grad == 1 || t.state == RowState::kParameters || running_statistic(t);
             const double tol = noise_tolerance(t.element_type);
-            const double floor = bitwise ? 0
-                                 : param ? tol + std::max(carried, 2 * moved(gr))
-                                         : tol + kNoiseAmplification * present;
+            // While every entry agreed bit for bit, the runs computed the same thing, but on
+            // another CPU generation a tensor no dumped op made may still carry other rounding:
+            // initial weights and random data (vectorised and scalar kernels round the last bit
+            // differently), a gradient or activation from an op nobody dumped (its reduction
+            // order). A fault in them shows far above that (docs/compare.md, "Across machines").
+            // A weight (a module's parameter, an API's tensor argument after the first that needs
+            // a gradient) in a first step keeps its initial values, whatever rounding the
+            // activations picked up since: a filter scaled by 1e-3 is a finding after noise too.
+            const bool weight = param && (t.state == RowState::kParameters ||
+                                          running_statistic(t) || (forward && !first_argument(t)));
+            // After a step that agreed bit for bit the weights are the same bits: no rounding.
+            const bool same_start = previous && carried == 0;
+            const bool initial =
+                !same_start && ((bitwise && param) || (weight && carried == 0 && !previous));
+            const double floor = same_start && param ? 0
+                                 : initial           ? initial_rounding(t)
+                                 : bitwise           ? uncaptured_rounding(t)
+                                 : param             ? tol + std::max(carried, 2 * moved(gr))
+                                                     : tol + kNoiseAmplification * present;
+            // Initial values: a few ulps on some elements move the extremes by that much and the
+            // sums by far less; a scaled row moves the sums alone.
+            bool beyond = d > floor;
+            if (initial && !md5) {
+              const RowDiscrepancy parts = row_discrepancy_parts(t, gr);
+              beyond = parts.extremes > floor || parts.sums > dtype_epsilon(t.element_type);
+            }
+            if (bitwise && !md5 && !beyond) note_noise(Regime::kReductionOrder);
             // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
-            if (d > floor && (bitwise || !md5)) {
+            if (beyond && (bitwise || !md5)) {
               unexplained = &r;
               unexplained_external = true;
               unexplained_param = param;
@@ -456,11 +581,39 @@ struct Judge {
           gr.shape == p.target_rows[rp.target].shape)
         producers[tensor_key(gr)] = rp.target;
     }
+    const Direction direction = parse_entry_name(name).direction;
+    // A backward entry lists the gradients it received, not the forward tensors it reads.
+    double d_saved = 0;
+    if (cls != OpClass::kModule) {
+      std::string counterpart(name);
+      const size_t at = counterpart.rfind(".backward");
+      if (forward) {
+        double worst = 0;
+        for (const auto& [d, added] : input_differences) worst = std::max(worst, d);
+        forward_inputs[counterpart] = worst;
+      } else if (direction == Direction::kBackward && at != std::string::npos) {
+        counterpart.replace(at, 9, ".forward");
+        auto it = forward_inputs.find(counterpart);
+        if (it != forward_inputs.end()) d_saved = it->second;
+      }
+    }
+    if (cls == OpClass::kModule && forward && !inputs.empty() && !inputs[0]->shape.empty())
+      module_rows[std::string(module_of(name))] =
+          numel(inputs[0]->shape) /
+          static_cast<double>(std::max<int64_t>(inputs[0]->shape[inputs[0]->shape.size() - 1], 1));
     if (dt == DType::kUnknown) dt = DType::kF32;
     const double tol_noise = noise_tolerance(dt);
     const double n = accumulated_terms(cls, name, inputs);
     const double tol_order = reduction_order_tolerance(cls, dt, n);
     const bool low_precision = dtype_epsilon(dt) > dtype_epsilon(DType::kF32);
+    // Mixed precision: an op whose tensors are in the low dtype on one side rounds its result (and
+    // a contraction its inputs) to it; a contraction may also run in the low dtype inside while its
+    // dumped tensors stay fp32 (an LSTM under autocast). One rounding of each operand and of the
+    // result: a few units of the low dtype's epsilon, magnified by cancellation like any sum.
+    const bool mixed_op =
+        mixed != DType::kUnknown &&
+        (low_precision || cls == OpClass::kContraction || cls == OpClass::kUnknown);
+    const double tol_mixed = mixed_op ? kMixedPrecisionUlps * dtype_epsilon(mixed) : 0;
     const bool was_bitwise = bitwise;
     if (any_difference) bitwise = false;
     if (std::isfinite(d_out)) present = std::max(present, d_out);
@@ -495,7 +648,19 @@ struct Judge {
     // A parameters_grad entry has no inputs to measure amplification against, and a gradient of a
     // weight is a sum over the batch (cancellation magnifies upstream noise). Once the runs differ,
     // a wrong gradient is named by the backward entry that computed it.
-    if (!was_bitwise && parse_entry_name(name).direction == Direction::kParametersGrad) return;
+    if (!was_bitwise && direction == Direction::kParametersGrad) return;
+    // While the runs agree bit for bit, a weight's gradient is the first record of a sum over the
+    // batch that no API entry may have listed (a Linear's weight gradient at msprobe's L1): it may
+    // differ by that sum's reduction order (another CPU's GEMM kernel), nothing more.
+    if (direction == Direction::kParametersGrad) {
+      auto rows = module_rows.find(std::string(module_of(name)));
+      const double terms = rows == module_rows.end() ? 1 : rows->second;
+      f.tolerance = reduction_order_tolerance(OpClass::kContraction, dt, terms);
+      if (d_out <= f.tolerance) return note_noise(Regime::kReductionOrder);
+      f.reason = "outputs_diverge";
+      f.score = 0.85;
+      return add(std::move(f), g, worst_out);
+    }
     // A module is a subgraph whose APIs were judged one by one; its own amplification (several
     // ops, norms included) has no bound. Only while the runs agree bit for bit does a module's
     // difference say something its APIs did not: that it computed something uncaptured.
@@ -505,6 +670,8 @@ struct Judge {
                                   p.golden_rows[worst_out->pair.golden], n);
     const bool deterministic = cls == OpClass::kElementwise || cls == OpClass::kModule;
     if (d_in == 0 && (was_bitwise || md5)) {
+      if (mixed_op && !md5 && d_out <= c * std::max(tol_mixed, tol_order))
+        return note_noise(Regime::kMixedPrecision);
       if (deterministic) {
         f.reason = "outputs_diverge";
         f.score = 0.9;
@@ -530,7 +697,19 @@ struct Judge {
       }
     }
     if (md5) return;  // inputs already differ: the amplification cannot be measured in bits
-    const double tol = std::max(tol_noise, tol_order);
+    // The rounding floor: an op that does not contract may round differently by a few ulps on
+    // other hardware (another exp or rsqrt), and by its reduction order; the TF32/HF32 floor only
+    // where contractions are seen to round at that level (or for contractions themselves).
+    // Between CPUs an elementwise op or a norm never rounds at 2^-10: keeping that floor there
+    // hid a LayerNorm with the wrong eps once the runs had drifted (issue 30).
+    // Ops nothing is known about keep the TF32 floor too.
+    const bool accelerator_noise = regime >= Regime::kTf32 || low_precision ||
+                                   cls == OpClass::kContraction || cls == OpClass::kCollective ||
+                                   cls == OpClass::kUnknown;
+    const double few_ulps = 8 * dtype_epsilon(dt);
+    const double tol = mixed_op            ? std::max(tol_mixed, tol_order)
+                       : accelerator_noise ? std::max(tol_noise, tol_order)
+                                           : std::max(few_ulps, tol_order);
     f.tolerance = c * tol;
     // A contraction of K terms whose inputs differ by a relative d can differ by up to ~sqrt(K) d:
     // K terms of either sign sum to ~sqrt(K) times one term, their differences to K times. The
@@ -544,23 +723,37 @@ struct Judge {
     for (const CompareRow* r : inputs)
       if (dtype_is_floating(r->element_type) && rms(*r) > 0)
         spread = std::max(spread, magnitude(*r) / rms(*r));
+    // An added input (a bias) moves the output by its own absolute difference: relative to the
+    // output, its difference times its magnitude over the output's.
+    const double out_magnitude = std::max(magnitude(p.target_rows[worst_out->pair.target]),
+                                          magnitude(p.golden_rows[worst_out->pair.golden]));
+    double d_amp = 0;
+    for (const auto& [d, added] : input_differences)
+      d_amp = std::max(
+          d_amp, added > 0 && out_magnitude > 0 ? d * std::min(1.0, added / out_magnitude) : d);
+    if (input_differences.empty()) d_amp = d_in;  // differences only in non-tensor rows
+    d_amp = std::max(d_amp, d_saved);
     double gain = kNoiseAmplification * spread;
     if (cls == OpClass::kContraction) {
       gain = std::max(gain, std::sqrt(n));
       if (inputs.size() >= 2) {
-        const double out = std::max(magnitude(p.target_rows[worst_out->pair.target]),
-                                    magnitude(p.golden_rows[worst_out->pair.golden]));
-        const double lipschitz = n * magnitude(*inputs[0]) * magnitude(*inputs[1]) / out;
-        if (out > 0 && std::isfinite(lipschitz)) gain = std::max(gain, lipschitz);
+        const double lipschitz = n * magnitude(*inputs[0]) * magnitude(*inputs[1]) / out_magnitude;
+        if (out_magnitude > 0 && std::isfinite(lipschitz)) gain = std::max(gain, lipschitz);
       }
     }
-    if (d_out > c * (tol + gain * d_in)) {
+    if (d_out > c * (tol + gain * d_amp)) {
       f.reason = "outputs_diverge";
-      const double margin = d_out / (c * (tol + gain * d_in));
+      const double margin = d_out / (c * (tol + gain * d_amp));
       f.score = std::isfinite(margin) ? 0.5 + 0.5 * std::min(1.0, std::log10(margin) / 3) : 0.9;
       return add(std::move(f), g, worst_out);
     }
-    note_noise(low_precision ? Regime::kLowPrecision : Regime::kTf32);
+    // What the pair showed: a contraction that needed the TF32 floor beyond what its inputs and
+    // its reduction order explain is TF32-level rounding; anything else inherited differences.
+    if (mixed != DType::kUnknown) return note_noise(Regime::kMixedPrecision);
+    if (low_precision) return note_noise(Regime::kLowPrecision);
+    const bool tf32_seen = (cls == OpClass::kContraction || cls == OpClass::kCollective) &&
+                           d_out > c * (std::max(few_ulps, tol_order) + gain * d_amp);
+    note_noise(tf32_seen ? Regime::kTf32 : Regime::kReductionOrder);
   }
 };
 
@@ -582,27 +775,44 @@ double carried_discrepancy(const PairResult& p) {
   return worst;
 }
 
+DType mixed_precision_dtype(const PairResult& p) {
+  size_t contractions = 0, changed = 0;
+  DType low = DType::kUnknown;
+  for (const EntryRows& g : entry_groups(p)) {
+    if (g.golden_only) continue;
+    const std::string_view name = p.target.dump.entry_name(g.entry);
+    if (op_class(name) != OpClass::kContraction ||
+        parse_entry_name(name).direction != Direction::kForward)
+      continue;
+    bool paired = false, lowered = false;
+    for (size_t i = g.begin; i < g.end; ++i) {
+      const RowPair& rp = p.rows[i].pair;
+      if (rp.target < 0 || rp.golden < 0) continue;
+      const CompareRow& t = p.target_rows[rp.target];
+      const CompareRow& gr = p.golden_rows[rp.golden];
+      if (is_input(t) || t.kind != RowKind::kTensor || gr.kind != RowKind::kTensor) continue;
+      paired = true;
+      if (precision_change(t.element_type, gr.element_type)) {
+        lowered = true;
+        const DType l = low_precision_dtype(t.element_type) ? t.element_type : gr.element_type;
+        low = low == DType::kUnknown ? l : coarser(low, l);
+      }
+    }
+    contractions += paired;
+    changed += lowered;
+  }
+  return changed > 0 && 2 * changed >= contractions ? low : DType::kUnknown;
+}
+
 void judge_divergence(PairResult& p, double carried, const PairResult* previous) {
-  const bool starts_bitwise = carried == 0;
   // Names and arguments are evidence only between runs of the same framework whose rows mostly
   // paired by name: entries missing from a cross-framework or barely paired compare are the
   // pairing's limits, not the runs' differences.
   const bool same_framework = p.target.dump.framework() == p.golden.dump.framework() &&
                               pair_coverage(p) == Coverage::kCompared;
-  Judge j{p,
-          p.mode == CompareMode::kMd5,
-          same_framework && !p.mapped,
-          starts_bitwise,
-          starts_bitwise ? Regime::kBitwise : Regime::kReductionOrder,
-          0,
-          carried,
-          {},
-          {},
-          {},
-          0,
-          {},
-          previous,
-          {}};
+  Judge j(p, same_framework && !p.mapped, carried, previous);
+  j.mixed = p.mode == CompareMode::kMd5 ? DType::kUnknown : mixed_precision_dtype(p);
+  if (j.mixed != DType::kUnknown) j.regime = Regime::kMixedPrecision;
   p.suspects.clear();
   p.first_divergence.reset();
   const std::vector<EntryRows> groups = entry_groups(p);

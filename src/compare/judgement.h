@@ -34,6 +34,10 @@ enum class Regime : uint8_t {
   kReductionOrder,  // contractions/reductions differ by a few ulps (threads, BLAS build)
   kTf32,            // contractions differ at TF32/HF32 level (~2^-10: another accelerator)
   kLowPrecision,    // bf16/fp16 tensors: noise at their ulp
+  // One run computes in bf16/fp16 where the other computes in fp32 (autocast, a bf16 model against
+  // an fp32 golden): detected for the whole pair (mixed_precision_dtype), each op's floor is the
+  // low dtype's rounding through that op.
+  kMixedPrecision,
 };
 const char* regime_name(Regime r);
 
@@ -42,9 +46,17 @@ const char* regime_name(Regime r);
 // deterministic given bitwise-equal inputs).
 double reduction_order_tolerance(OpClass c, DType dtype, double n);
 
+// The low-precision dtype (bf16 or fp16) when the pair is a mixed-precision one, else kUnknown:
+// most of the forward contractions both runs have (linear, matmul, convolutions; at least one) give
+// their output in bf16/fp16 in one run and in fp32/fp64 in the other. One layer run in bf16 by
+// mistake changes a few of them, and stays a dtype finding.
+DType mixed_precision_dtype(const PairResult& p);
+
 // Fills p.suspects (up to 5, in execution order), p.first_divergence (the first suspect) and
 // p.regime. `carried`: how far the previous step of the same rank had drifted (carried_discrepancy
-// of it; 0 when it agreed bit for bit or there is none). Its parameters were updated from those
+// of it; 0 when it agreed bit for bit or there is none; +inf when unknown: the first dumped step
+// is a later one, and the steps before it were not dumped). `previous` with `carried` 0: the
+// previous step agreed bit for bit, so this step's parameters hold the same bits in both runs. Its parameters were updated from those
 // gradients, so they may differ that much (relative to themselves, an update smaller than the
 // weight moves them by at most the gradient's relative difference). `previous`: that step's pair,
 // when there is one: a parameter or running statistic may also differ by twice what the golden's

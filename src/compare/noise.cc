@@ -38,24 +38,30 @@ double summation_allowance(const CompareRow& t, const CompareRow& g, double n) {
 }  // namespace
 
 double row_discrepancy(const CompareRow& t, const CompareRow& g) {
+  const RowDiscrepancy d = row_discrepancy_parts(t, g);
+  return std::max(d.extremes, d.sums);
+}
+
+RowDiscrepancy row_discrepancy_parts(const CompareRow& t, const CompareRow& g) {
+  const RowDiscrepancy none{0, 0}, all{kInf, kInf};
   // A non-tensor argument against null (an object the dumper could not record): no evidence
   // either way. Cross-framework pairs meet it often (MindSpore's group name, PyTorch's
   // ProcessGroup). A tensor against null stays a difference.
   const bool t_none = t.kind == RowKind::kNone, g_none = g.kind == RowKind::kNone;
-  if (t_none != g_none && (t_none ? g.kind : t.kind) != RowKind::kTensor) return 0;
-  if (t.kind != g.kind) return kInf;
-  if (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) return t.md5 == g.md5 ? 0 : kInf;
-  if (t.kind != RowKind::kTensor) return 0;
-  if (t.shape != g.shape) return kInf;
+  if (t_none != g_none && (t_none ? g.kind : t.kind) != RowKind::kTensor) return none;
+  if (t.kind != g.kind) return all;
+  if (t.kind == RowKind::kScalar || t.kind == RowKind::kOther) return t.md5 == g.md5 ? none : all;
+  if (t.kind != RowKind::kTensor) return none;
+  if (t.shape != g.shape) return all;
   if (!numbers(t) || !numbers(g)) {
     // md5-only or stat-less leaves: bitwise.
-    return t.md5 == g.md5 ? 0 : kInf;
+    return t.md5 == g.md5 ? none : all;
   }
   const double tv[] = {t.max.v, t.min.v, t.mean.v, t.norm.v};
   const double gv[] = {g.max.v, g.min.v, g.mean.v, g.norm.v};
   for (int i = 0; i < 4; ++i) {
     if (same(tv[i], gv[i])) continue;
-    if (!std::isfinite(tv[i]) || !std::isfinite(gv[i])) return kInf;
+    if (!std::isfinite(tv[i]) || !std::isfinite(gv[i])) return all;
   }
   double n = 1;
   for (int64_t d : t.shape) n *= static_cast<double>(std::max<int64_t>(d, 1));
@@ -75,7 +81,7 @@ double row_discrepancy(const CompareRow& t, const CompareRow& g) {
       std::max(rel(t.max.v, g.max.v, magnitude), rel(t.min.v, g.min.v, magnitude));
   double sums = std::max(rel(t.mean.v, g.mean.v, rms), rel(t.norm.v, g.norm.v, norm));
   if (extremes == 0 && sums <= summation_allowance(t, g, n)) sums = 0;
-  return std::max(extremes, sums);
+  return {extremes, sums};
 }
 
 double noise_tolerance(DType dtype) {

@@ -17,6 +17,15 @@ namespace numprobe {
 // fp32 sums kStatisticsPrecision; between two float64 sums kFloat64SumPrecision.
 double row_discrepancy(const CompareRow& target, const CompareRow& golden);
 
+// row_discrepancy's two halves: the extremes (|dMax|, |dMin| over the magnitude) and the sums
+// (|dMean| over the RMS, |dNorm| over the norm, after the summation allowance). Another CPU's
+// initialiser moves a few elements by a few ulps: the extremes by that much, the sums by far less
+// (the moves have either sign); a weight row scaled by 1e-4 moves the sums and not the extremes.
+struct RowDiscrepancy {
+  double extremes = 0, sums = 0;
+};
+RowDiscrepancy row_discrepancy_parts(const CompareRow& target, const CompareRow& golden);
+
 // Relative difference of a Mean or Norm that summation order alone explains: 4 fp32 ulps between
 // two fp32 sums, 1e-12 between two float64 sums (numprobe splits large tensors over threads).
 inline constexpr double kStatisticsPrecision = 4.0 / (1 << 23);
@@ -30,5 +39,9 @@ double noise_tolerance(DType dtype);
 // How much an op may amplify the relative difference of its inputs before its outputs count as
 // diverging by themselves.
 inline constexpr double kNoiseAmplification = 16.0;
+
+// The floor of an op in a mixed-precision pair, in units of the low dtype's epsilon: its operands
+// and its result each rounded once to bf16/fp16 (half an epsilon each, relative to the extremes).
+inline constexpr double kMixedPrecisionUlps = 2.0;
 
 }  // namespace numprobe

@@ -229,6 +229,8 @@ const char* regime_name(Regime r) {
       return "tf32";
     case Regime::kLowPrecision:
       return "low_precision";
+    case Regime::kMixedPrecision:
+      return "mixed_precision";
   }
   return "?";
 }
