@@ -19,6 +19,8 @@ With no option every pair runs, held2 included.
 The third held-out set (split held3) is invisible by default: its pairs exist only when the
 environment has BENCH_DIAGNOSIS_HELD3=1 (suite.py), e.g. to score it once, after the judgement is
 frozen: BENCH_DIAGNOSIS_HELD3=1 bench_diagnosis.py --split held3 --jobs 1.
+The fourth (split held4: fp32 vs bf16, another CPU generation, a later step) likewise needs
+BENCH_DIAGNOSIS_HELD4=1; its summary adds a line per regime.
 """
 import argparse
 import concurrent.futures as cf
@@ -36,6 +38,11 @@ sys.path.insert(0, str(HERE))
 import suite  # noqa: E402
 
 REFERENCE_BLAS = "/usr/lib/x86_64-linux-gnu/blas"
+# held4 "oldcpu": the same software as on an older CPU generation (issue 30): ATen's kernels
+# without AVX2/AVX-512, oneDNN limited to SSE4.1, OpenBLAS's Prescott kernels. The golden keeps
+# the machine's environment (which may set OPENBLAS_CORETYPE already).
+OLD_CPU_ENV = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+               "OPENBLAS_CORETYPE": "Prescott"}
 MODES = ("statistics", "md5", "tensor")
 
 
@@ -93,6 +100,10 @@ class Runs:
             e = dict(os.environ, PYTHONPATH=str(self.pythonpath))
             if env == "blas":
                 e["LD_LIBRARY_PATH"] = REFERENCE_BLAS
+            elif env == "oldcpu":
+                e.update(OLD_CPU_ENV)
+            elif env:
+                return key, f"unknown environment {env!r}"
             p = subprocess.run(cmd, env=e, capture_output=True, text=True)
             if p.returncode != 0:
                 return key, f"{' '.join(cmd)}\n{p.stdout}\n{p.stderr}"
@@ -149,7 +160,7 @@ def check_truth(fault, target, golden):
         raise SystemExit(f"suite error: none of {fault.name}'s accepted entries {fault.accept} "
                          f"is in its dumps (step {fault.step})")
     missing = [a for a in fault.accept if a not in have]
-    if missing and fault.split in ("held", "held2", "held3"):
+    if missing and fault.split in ("held", "held2", "held3", "held4"):
         print(f"note: {fault.name}: accepted entries in neither dump: {', '.join(missing)}",
               file=sys.stderr)
 
@@ -186,8 +197,10 @@ def main():
     noise = [n for n in noise if (not keep or n.split in keep) and n.split not in skip]
     if skip:
         print(f"note: leaving out split(s) {', '.join(sorted(skip))}", file=sys.stderr)
-    if "held3" in keep and os.environ.get("BENCH_DIAGNOSIS_HELD3") != "1":
-        print("note: split held3 is left out unless BENCH_DIAGNOSIS_HELD3=1", file=sys.stderr)
+    for h in ("held3", "held4"):
+        if h in keep and os.environ.get(f"BENCH_DIAGNOSIS_{h.upper()}") != "1":
+            print(f"note: split {h} is left out unless BENCH_DIAGNOSIS_{h.upper()}=1",
+                  file=sys.stderr)
     if not os.path.isdir(REFERENCE_BLAS):
         skipped = [n.name for n in noise if n.env == "blas"]
         noise = [n for n in noise if n.env != "blas"]
@@ -199,8 +212,8 @@ def main():
     plan = []  # (pair, mode, target dir, golden dir)
     for mode in modes:
         for f in faults:
-            g = runs.want(f.model, mode, f.steps, {})
-            t = runs.want(f.model, mode, f.steps, {"fault": f.name})
+            g = runs.want(f.model, mode, f.steps, f.golden)
+            t = runs.want(f.model, mode, f.steps, dict(f.target, fault=f.name), f.env)
             plan.append((f, mode, t, g))
         for n in noise:
             g = runs.want(n.model, mode, n.steps, n.golden)
@@ -233,12 +246,12 @@ def main():
 
     # ---- the table ---------------------------------------------------------------------------
     w = 44
-    print(f"\n{'pair':<27} {'kind':<10} {'split':<5} " + " ".join(f"{m:<{w}}" for m in modes))
+    print(f"\n{'pair':<29} {'kind':<10} {'split':<5} " + " ".join(f"{m:<{w}}" for m in modes))
     for pair in faults + noise:
         if isinstance(pair, suite.Fault):
-            head = f"{pair.name:<27} {pair.kind:<10} {pair.split:<5} "
+            head = f"{pair.name:<29} {pair.kind:<10} {pair.split:<5} "
         else:
-            head = f"{pair.name:<27} {'noise':<10} {pair.split:<5} "
+            head = f"{pair.name:<29} {'noise':<10} {pair.split:<5} "
         cells = []
         for m in modes:
             r = results[(pair.name, m)]
@@ -254,7 +267,7 @@ def main():
     print()
     for m in modes:
         line = [f"{m:<10}"]
-        for split in ("all", "tune", "eval", "held", "held2", "held3"):
+        for split in ("all", "tune", "eval", "held", "held2", "held3", "held4"):
             fs = [f for f in faults if split == "all" or f.split == split]
             if not fs:
                 continue
@@ -266,9 +279,20 @@ def main():
         line.append(f"false alarms {len(alarms)}/{len(noise)}"
                     + (f" ({', '.join(alarms)})" if alarms else "")
                     + "".join(f", {split} {sum(n.name in alarms for n in ns)}/{len(ns)}"
-                              for split in ("late", "held", "held2", "held3")
+                              for split in ("late", "held", "held2", "held3", "held4")
                               for ns in [[n for n in noise if n.split == split]] if ns))
         print(" | ".join(line))
+        # held4: one line per regime (fp32 vs bf16, another CPU generation, a later step)
+        for regime in ("bf16", "oldcpu", "step"):
+            fs = [f for f in faults if f.regime == regime]
+            ns = [n for n in noise if n.regime == regime]
+            if not fs and not ns:
+                continue
+            t1 = sum(results[(f.name, m)]["top1"] for f in fs)
+            t3 = sum(results[(f.name, m)]["top3"] for f in fs)
+            al = sum(results[(n.name, m)]["alarm"] for n in ns)
+            print(f"{'':<10} regime {regime}: top-1 {t1}/{len(fs)} top-3 {t3}/{len(fs)} | "
+                  f"false alarms {al}/{len(ns)}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({f"{k[0]}/{k[1]}": v for k, v in results.items()}, f, indent=1)

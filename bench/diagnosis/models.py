@@ -482,6 +482,15 @@ def make_optimizer(model, fault):
                                lr=0.01)
     if isinstance(model, TfEncoder):
         return tf_optimizer(model, fault)
+    if isinstance(model, Llama):
+        # held4: AdamW lr 1e-3, weight decay 0.01 on matrices only (as Llama recipes)
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        rest = [p for p in model.parameters() if p.dim() < 2]
+        return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                  {"params": rest, "weight_decay": 0.0}], lr=1e-3)
+    if isinstance(model, Rnx):
+        # held4: SGD with momentum 0.9 (as ResNeXt recipes)
+        return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     if fault.on("gpt_no_zero_grad"):
         return SgdNoZeroGrad(model.parameters(), lr=0.01)
     return torch.optim.SGD(model.parameters(), lr=0.01,
@@ -668,6 +677,273 @@ def tf_optimizer(model, fault):
                               {"params": rest, "weight_decay": 0.0}], lr=1e-3)
 
 
+
+# ---- Llama-style decoder (held4) -----------------------------------------------------------------
+LLAMA_VOCAB, LLAMA_CTX = 64, 16
+
+
+def rope_tables(t, hd, base):
+    """Rotary cos/sin tables (t, hd) for the rotate-half layout, built in float64 at init (no
+    captured op)."""
+    inv = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    ang = torch.outer(torch.arange(t, dtype=torch.float64), inv)
+    ang = torch.cat([ang, ang], dim=-1)
+    return ang.cos().float(), ang.sin().float()
+
+
+class RMSNorm(nn.Module):
+    """Hand-written RMSNorm: x * rsqrt(mean(x^2) + eps) * w (pow, mean, add, rsqrt, mul, mul)."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, d, heads, fault, index):
+        super().__init__()
+        self.wq = nn.Linear(d, d, bias=False)
+        self.wk = nn.Linear(d, d, bias=False)
+        self.wv = nn.Linear(d, d, bias=False)
+        self.wo = nn.Linear(d, d, bias=False)
+        self.heads, self.fault, self.index = heads, fault, index
+
+    def forward(self, x, cos, sin):
+        f, i = self.fault, self.index
+        b, t, d = x.shape
+        hd = d // self.heads
+        q, k, v = (w(x).view(b, t, self.heads, hd).transpose(1, 2)
+                   for w in (self.wq, self.wk, self.wv))
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        scale = 1.0 / math.sqrt(hd)
+        if f.on("llama_bf16_scale_d") and i == 1:
+            scale = 1.0 / hd  # held4: 1/d instead of 1/sqrt(d)
+        if (f.on("llama_oldcpu_attn_scale") and i == 0) or (f.on("llama_step_scale_oldcpu")
+                                                            and i == 1):
+            scale *= 1 + 1e-3  # held4: a softmax temperature off by 1e-3
+        att = torch.matmul(q, k.transpose(-2, -1)) * scale
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        att = att.masked_fill(mask, float("-inf"))
+        p = F.softmax(att.float(), dim=-1)
+        y = torch.matmul(p, v).transpose(1, 2).reshape(b, t, d)
+        return self.wo(y)
+
+
+class SwiGlu(nn.Module):
+    def __init__(self, d, hidden, fault, index):
+        super().__init__()
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+        self.fault, self.index = fault, index
+
+    def forward(self, x):
+        g = self.gate(x)
+        if self.fault.on("llama_step_hardswish") and self.index == 1:
+            a = F.hardswish(g)  # held4: a mobile kernel's hard-swish in place of SiLU
+        else:
+            a = F.silu(g)
+        return self.down(a * self.up(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d, heads, hidden, fault, index):
+        super().__init__()
+        eps_attn = 1e-6
+        if fault.on("llama_bf16_rms_eps") and index == 1:
+            eps_attn = LLAMA_BF16_EPS  # held4
+        eps_mlp = 1e-6
+        if fault.on("llama_step_rms_eps") and index == 0:
+            eps_mlp = LLAMA_STEP_EPS  # held4
+        self.attn_norm = RMSNorm(d, eps_attn)
+        self.attn = LlamaAttention(d, heads, fault, index)
+        self.mlp_norm = RMSNorm(d, eps_mlp)
+        self.mlp = SwiGlu(d, hidden, fault, index)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.attn_norm(x), cos, sin)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+LLAMA_BF16_EPS = 1e-1   # held4 llama_bf16_rms_eps (mean square ~1.2: ~4 %, up to 10 % a row)
+LLAMA_STEP_EPS = 1e-2   # held4 llama_step_rms_eps (~0.4 %)
+LLAMA_OLDCPU_EPS = 1e-3  # held4 llama_oldcpu_eps (~4e-4)
+
+
+class Llama(nn.Module):
+    """A small Llama-style decoder: token embedding, 2 blocks of pre-RMSNorm causal attention with
+    rotary embeddings (rotate-half, tables built at init) and a SwiGLU MLP, a final RMSNorm and an
+    untied LM head; no biases. d=32, 4 heads, hidden 88, vocabulary 64, batch 4x16 tokens."""
+
+    def __init__(self, fault, vocab=LLAMA_VOCAB, d=32, heads=4, layers=2, hidden=88,
+                 ctx=LLAMA_CTX):
+        super().__init__()
+        self.fault = fault
+        self.tok = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList([LlamaBlock(d, heads, hidden, fault, i)
+                                     for i in range(layers)])
+        self.norm = RMSNorm(d, LLAMA_OLDCPU_EPS if fault.on("llama_oldcpu_eps") else 1e-6)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        # held4 llama_bf16_rope_base: a rotary base of 1000 (a config read from another model)
+        cos, sin = rope_tables(ctx + 1, d // heads,
+                               1000.0 if fault.on("llama_bf16_rope_base") else 10000.0)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        # held4 llama_step_rope_offset: positions counted from 1 (an off-by-one position id)
+        s = 1 if self.fault.on("llama_step_rope_offset") else 0
+        cos, sin = self.cos[s:s + t], self.sin[s:s + t]
+        x = self.tok(idx)
+        for blk in self.layers:
+            x = blk(x, cos, sin)
+        return self.lm_head(self.norm(x))
+
+
+def llama_batch(fault):
+    g = torch.Generator().manual_seed(17)
+    idx = torch.randint(0, LLAMA_VOCAB, (4, LLAMA_CTX), generator=g)
+    target = torch.randint(0, LLAMA_VOCAB, (4, LLAMA_CTX), generator=g)
+    return idx, target
+
+
+def llama_loss(model, batch, fault):
+    idx, target = batch
+    logits = model(idx)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1))
+
+
+def llama_tamper(model, fault):
+    with torch.no_grad():
+        if fault.on("llama_bf16_norm_weight"):
+            scale_silently(model.norm.weight, 1.05)  # held4: final norm weight loaded x1.05
+        if fault.on("llama_oldcpu_rms_weight_elem"):
+            # held4: one element of block 0's mlp_norm weight x(1+1e-3)
+            scale_silently(model.layers[0].mlp_norm.weight, 1 + 1e-3, rows=5)
+        if fault.on("llama_oldcpu_gate_row"):
+            # held4: one row of block 1's SwiGLU gate weight x(1+1e-3)
+            scale_silently(model.layers[1].mlp.gate.weight, 1 + 1e-3, rows=7)
+
+
+def llama_grad_fault(model, fault):
+    pass
+
+
+# ---- ResNeXt-style CNN with grouped convolutions (held4) ----------------------------------------
+class RnxBlock(nn.Module):
+    """ResNeXt bottleneck: 1x1 conv, 3x3 grouped conv (stride here), 1x1 conv, each with
+    BatchNorm, ReLU after the first two and after the residual add; a 1x1 projection shortcut
+    when the shape changes."""
+
+    def __init__(self, cin, cout, width, groups, stride, fault, index):
+        super().__init__()
+        f, i = fault, index
+        # held4 rnx_bf16_stride_1x1: the stride on the first 1x1 conv (ResNet v1) instead of the
+        # grouped 3x3 (v1.5): same output shape
+        s1, s2 = (stride, 1) if f.on("rnx_bf16_stride_1x1") and i == 1 else (1, stride)
+        self.conv1 = nn.Conv2d(cin, width, 1, stride=s1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width, eps=RNX_STEP_EPS if f.on("rnx_step_bn_eps") and i == 1
+                                  else 1e-5)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=s2, padding=1, groups=groups, bias=False)
+        self.bn2 = nn.BatchNorm2d(width, eps=RNX_BF16_EPS if f.on("rnx_bf16_bn_eps") and i == 2
+                                  else 1e-5)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                       nn.BatchNorm2d(cout))
+        self.fault, self.index = fault, index
+
+    def forward(self, x):
+        f, i = self.fault, self.index
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        if f.on("rnx_bf16_leaky") and i == 0:
+            out = F.leaky_relu(out, 0.1)  # held4: LeakyReLU(0.1) in place of the middle ReLU
+        else:
+            out = F.relu(out)
+        out = self.bn3(self.conv3(out))
+        sc = x if self.short is None else self.short(x)
+        out = out + sc
+        if f.on("rnx_step_leaky") and i == 2:
+            return F.leaky_relu(out, 0.01)  # held4: LeakyReLU(0.01) after the last residual add
+        return F.relu(out)
+
+
+RNX_BF16_EPS = 2e-2  # held4 rnx_bf16_bn_eps (batch variance ~0.11: ~8 %)
+RNX_STEP_EPS = 1e-2  # held4 rnx_step_bn_eps (batch variance ~0.22: ~2 %)
+
+
+class Rnx(nn.Module):
+    """A small ResNeXt-style classifier for 2x3x32x32 images: a 3x3 stem (16 channels, BN, ReLU),
+    three bottleneck blocks with grouped 3x3 convolutions (16->32 width 32 groups 4; 32->64 width
+    64 groups 8 stride 2; 64->64 width 64 groups 8), global average pooling, a 10-class linear."""
+
+    def __init__(self, fault):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.blocks = nn.ModuleList([RnxBlock(16, 32, 32, 4, 1, fault, 0),
+                                     RnxBlock(32, 64, 64, 8, 2, fault, 1),
+                                     RnxBlock(64, 64, 64, 8, 1, fault, 2)])
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.stem(x)))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def rnx_batch(fault):
+    g = torch.Generator().manual_seed(19)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    y = torch.randint(0, 10, (2,), generator=g)
+    if fault.on("rnx_oldcpu_pixel"):
+        x[1] *= 1 + 1e-3  # held4: one image of the batch x(1+1e-3)
+    return x, y
+
+
+def rnx_loss(model, batch, fault):
+    x, y = batch
+    return F.cross_entropy(model(x).float(), y)
+
+
+def rnx_tamper(model, fault):
+    with torch.no_grad():
+        if fault.on("rnx_bf16_group_slice"):
+            # held4: group 3 of block 1's grouped conv (output channels 24..31) loaded x1.05
+            scale_silently(model.blocks[1].conv2.weight, 1.05, rows=slice(24, 32))
+        if fault.on("rnx_step_group_slice_threads"):
+            # held4: group 5 of block 2's grouped conv (output channels 40..47) loaded x1.01
+            scale_silently(model.blocks[2].conv2.weight, 1.01, rows=slice(40, 48))
+        if fault.on("rnx_oldcpu_filter"):
+            # held4: one filter of block 2's grouped conv x(1+1e-3)
+            scale_silently(model.blocks[2].conv2.weight, 1 + 1e-3, rows=13)
+        if fault.on("rnx_oldcpu_bn_weight"):
+            # held4: one element of the stem BatchNorm's weight x(1+1e-3)
+            scale_silently(model.bn.weight, 1 + 1e-3, rows=4)
+        if fault.on("rnx_oldcpu_fc_row"):
+            # held4: one row of the classifier's weight x(1+1e-3)
+            scale_silently(model.fc.weight, 1 + 1e-3, rows=3)
+
+
+def rnx_grad_fault(model, fault):
+    pass
+
+
 MODELS = {
     "gpt": (lambda f: Gpt(f), gpt_batch, gpt_loss, gpt_tamper, gpt_grad_fault),
     "lstm": (lambda f: LstmLm(f), lstm_batch, lstm_loss, lstm_tamper, lstm_grad_fault),
@@ -675,4 +951,6 @@ MODELS = {
     "mobilenet": (make_mobilenet, mobilenet_batch, mobilenet_loss, mobilenet_tamper,
                   mobilenet_grad_fault),
     "tfenc": (lambda f: TfEncoder(f), tf_batch, tf_loss, tf_tamper, tf_grad_fault),
+    "llama": (lambda f: Llama(f), llama_batch, llama_loss, llama_tamper, llama_grad_fault),
+    "rnx": (lambda f: Rnx(f), rnx_batch, rnx_loss, rnx_tamper, rnx_grad_fault),
 }

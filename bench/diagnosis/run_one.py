@@ -2,12 +2,13 @@
 `steps` SGD steps under numprobe's PrecisionDebugger (level mix) and writes the dump.
 
 usage: run_one.py --model gpt --fault gelu_tanh --mode statistics --out DIR [--steps 2]
-                  [--threads N] [--bf16] [--tf32] [--deterministic]
+                  [--threads N] [--bf16] [--tf32] [--deterministic] [--dump_step N]
 Noise knobs: --threads (reduction order), --bf16 (autocast on the forward), --deterministic
 (torch.use_deterministic_algorithms), --tf32 (matmul,
 linear and convolution inputs rounded to TF32's 10-bit mantissa inside the op: the dump sees
 the op's true inputs and an output computed from rounded ones, as on a GPU with TF32 on).
-The BLAS build is chosen by the caller's LD_LIBRARY_PATH. Each run is its own process so that
+--dump_step N dumps only step N (msprobe's `step` list). The BLAS build and the CPU generation
+(ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE) are chosen by the caller's environment. Each run is its own process so that
 these settings cannot leak between the two sides of a pair.
 """
 import argparse
@@ -58,6 +59,8 @@ def main():
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--tf32", action="store_true")
     ap.add_argument("--deterministic", action="store_true")
+    ap.add_argument("--dump_step", type=int, default=-1,
+                    help="dump only this step (msprobe's config `step`: [N]); default every step")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -73,6 +76,8 @@ def main():
 
     cfg = {"task": "tensor" if a.mode == "tensor" else "statistics", "level": "mix",
            "dump_path": a.out, "statistics": {"summary_mode": "md5" if a.mode == "md5" else "statistics"}}
+    if a.dump_step >= 0:
+        cfg["step"] = [a.dump_step]  # held4: a later step only, after the runs drifted
     os.makedirs(a.out, exist_ok=True)
     cfg_path = os.path.join(a.out, "config.json")
     with open(cfg_path, "w") as f:
