@@ -2,8 +2,8 @@
 `steps` SGD steps under numprobe's PrecisionDebugger (level mix) and writes the dump.
 
 usage: run_one.py --model gpt --fault gelu_tanh --mode statistics --out DIR [--steps 2]
-                  [--threads N] [--bf16] [--tf32] [--deterministic] [--dump_step N]
-Noise knobs: --threads (reduction order), --bf16 (autocast on the forward), --deterministic
+                  [--threads N] [--bf16 | --fp16] [--tf32] [--deterministic] [--dump_step N]
+Noise knobs: --threads (reduction order), --bf16 / --fp16 (autocast on the forward), --deterministic
 (torch.use_deterministic_algorithms), --tf32 (matmul,
 linear and convolution inputs rounded to TF32's 10-bit mantissa inside the op: the dump sees
 the op's true inputs and an output computed from rounded ones, as on a GPU with TF32 on).
@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--fp16", action="store_true", help="float16 autocast (CPU: torch >= 2.x)")
     ap.add_argument("--tf32", action="store_true")
     ap.add_argument("--deterministic", action="store_true")
     ap.add_argument("--dump_step", type=int, default=-1,
@@ -90,7 +91,8 @@ def main():
     for _ in range(a.steps):
         opt.zero_grad()
         dbg.start(model)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+        with torch.autocast("cpu", dtype=torch.float16 if a.fp16 else torch.bfloat16,
+                            enabled=a.bf16 or a.fp16):
             loss = loss_of(model, data, fault)
         loss.backward()
         losses.append(float(loss))

@@ -40,6 +40,11 @@ double noise_tolerance(DType dtype);
 // diverging by themselves.
 inline constexpr double kNoiseAmplification = 16.0;
 
+// How far an elementwise op with bitwise-equal inputs may differ between CPU generations, in ulps
+// of its dtype: vectorised transcendental functions (erf, exp, tanh) round an element otherwise by
+// about one ulp between AVX2 and AVX-512 kernels.
+inline constexpr double kVectorMathUlps = 4.0;
+
 // The floor of an op in a mixed-precision pair, in units of the low dtype's epsilon: its operands
 // and its result each rounded once to bf16/fp16 (half an epsilon each, relative to the extremes).
 inline constexpr double kMixedPrecisionUlps = 2.0;

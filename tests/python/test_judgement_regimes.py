@@ -1,0 +1,199 @@
+"""First divergence in the comparisons users make most (issue 30), on the real models of
+bench/diagnosis, each capture its own process:
+- the same program on another CPU generation (emulated here: scalar ATen kernels, older oneDNN
+  and OpenBLAS kernels round matmuls, convolutions, LSTMs and random initialisers otherwise);
+- an fp32 golden against a bf16 or fp16 autocast target (mixed precision);
+- a later step, after a fault present from step 0 made the runs drift, with and without the
+  earlier steps dumped.
+Clean pairs must give no first divergence; a fault must still be named on top of the noise."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CLI, PYDIR, ROOT
+
+torch = pytest.importorskip("torch")
+BENCH = ROOT / "bench" / "diagnosis"
+sys.path.insert(0, str(BENCH))
+import suite  # noqa: E402
+
+# Three x86-64 generations: this machine's own kernels, AVX2, and SSE4.1 with scalar ATen.
+# OPENBLAS_CORETYPE replaces a value the machine may set already.
+CPUS = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "OPENBLAS_CORETYPE": "Haswell"},
+    "old": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+            "OPENBLAS_CORETYPE": "Prescott"},
+}
+FAULTS = {f.name: f for f in suite.FAULTS}
+TORCH2 = not torch.__version__.startswith("1.")
+
+
+def capture(out, model, steps=1, fault="", cpu="native", **opts):
+    if out.exists():
+        return out
+    cmd = [sys.executable, str(BENCH / "run_one.py"), "--model", model, "--out", str(out),
+           "--steps", str(steps), "--fault", fault]
+    for k, v in opts.items():
+        cmd += [f"--{k}"] if v is True else [f"--{k}", str(v)]
+    env = dict(os.environ, PYTHONPATH=str(PYDIR), **CPUS[cpu])
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out
+
+
+def compare(target, golden, out):
+    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out / "summary.json") as f:
+        return json.load(f)["pairs"], p.stdout
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("regimes")
+
+
+def assert_clean(pairs, stdout):
+    assert pairs, stdout
+    for pair in pairs:
+        assert pair["first_divergence"] is None and pair["suspects"] == [], (
+            pair["suspects"][:2], stdout)
+    assert "no divergence beyond noise" in stdout
+
+
+def assert_named(pair, fault, stdout):
+    fd = pair["first_divergence"]
+    assert fd is not None, stdout
+    assert fd["entry"] in fault.accept, (fd["entry"], fd["reason"], sorted(fault.accept))
+
+
+# ---- another CPU generation ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["gpt", "lstm", "resnet"])
+@pytest.mark.parametrize("cpu", ["avx2", "old"])
+def test_another_cpu_generation_is_noise(work, model, cpu):
+    """Two steps: initial weights, the batch, GEMMs, convolutions and the LSTM round their last
+    bits otherwise; no step may show a first divergence."""
+    golden = capture(work / f"{model}_2", model, steps=2)
+    target = capture(work / f"{model}_2_{cpu}", model, steps=2, cpu=cpu)
+    pairs, stdout = compare(target, golden, work / f"cmp_{model}_{cpu}")
+    assert len(pairs) == 2
+    assert_clean(pairs, stdout)
+
+
+@pytest.mark.parametrize("name", ["weight_row", "lstm_weight_row", "conv_filter", "gelu_tanh"])
+def test_a_small_fault_on_another_cpu_is_named(work, name):
+    """A weight row or filter scaled by 1e-4, GELU's tanh approximation: named through the other
+    CPU's rounding."""
+    fault = FAULTS[name]
+    golden = capture(work / f"{fault.model}_1", fault.model)
+    target = capture(work / f"{fault.model}_1_old_{name}", fault.model, fault=name, cpu="old")
+    (pair,), stdout = compare(target, golden, work / f"cmp_old_{name}")
+    assert_named(pair, fault, stdout)
+
+
+# ---- fp32 golden, bf16/fp16 target -----------------------------------------------------------------
+
+# CPU autocast in float16 exists from torch 2.x on; its LSTM has no float16 kernel (oneDNN), and
+# the GPT's scores overflow float16 (next test).
+NO_FP16 = pytest.mark.skipif(not TORCH2, reason="torch 1.13's CPU autocast has no float16")
+MIXED = [("gpt", "bf16"), ("lstm", "bf16"), ("resnet", "bf16"),
+         pytest.param("resnet", "fp16", marks=NO_FP16),
+         pytest.param("mobilenet", "fp16", marks=NO_FP16)]
+
+
+@pytest.mark.parametrize("model,low", MIXED)
+def test_mixed_precision_pair_is_judged_as_one(work, model, low):
+    """Autocast makes the contractions' outputs bf16/fp16: no dtype finding, no false divergence,
+    and the pair says which regime it was judged in."""
+    golden = capture(work / f"{model}_1", model)
+    target = capture(work / f"{model}_1_{low}", model, **{low: True})
+    pairs, stdout = compare(target, golden, work / f"cmp_{model}_{low}")
+    assert_clean(pairs, stdout)
+    assert pairs[0]["regime"] == "mixed_precision", pairs[0]["regime"]
+
+
+@pytest.mark.parametrize("name", ["gpt_no_sqrt_d", "weight_row", "pos_weights", "gpt_qk_swapped"])
+def test_a_fault_beyond_low_precision_noise_is_named(work, name):
+    fault = FAULTS[name]
+    golden = capture(work / f"{fault.model}_1", fault.model)
+    target = capture(work / f"{fault.model}_1_bf16_{name}", fault.model, fault=name, bf16=True)
+    (pair,), stdout = compare(target, golden, work / f"cmp_bf16_{name}")
+    assert_named(pair, fault, stdout)
+    assert pair["first_divergence"]["regime"] == "mixed_precision"
+
+
+@NO_FP16
+def test_an_fp16_overflow_is_named_not_excused(work):
+    """The GPT scales its masked attention scores by 1e5 (golden fp32: 1.4e5, fine); in float16
+    that overflows to inf. Real, and named where it happens."""
+    golden = capture(work / "gpt_1", "gpt")
+    target = capture(work / "gpt_1_fp16", "gpt", fp16=True)
+    (pair,), stdout = compare(target, golden, work / "cmp_gpt_fp16")
+    fd = pair["first_divergence"]
+    assert fd is not None and fd["entry"] == "Tensor.__mul__.1.forward", (fd, stdout)
+    assert fd["reason"] == "outputs_diverge" and fd["regime"] == "mixed_precision"
+
+
+def test_one_layer_in_bf16_stays_a_dtype_finding(work):
+    """A single layer run in bf16 by mistake is not a mixed-precision pair: the dtype change is the
+    finding."""
+    fault = FAULTS["layer4_bf16"]
+    golden = capture(work / "resnet_1", "resnet")
+    target = capture(work / "resnet_1_layer4_bf16", "resnet", fault="layer4_bf16")
+    (pair,), stdout = compare(target, golden, work / "cmp_layer4_bf16")
+    assert_named(pair, fault, stdout)
+    assert pair["regime"] != "mixed_precision"
+
+
+# ---- later steps ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_runs(work):
+    """make demo's two GPT runs (run B's layer_norm kernel ignores its eps: 1e-2), two steps."""
+    out = work / "demo"
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "capture_demo.py"),
+                        str(out)], env=dict(os.environ, PYTHONPATH=str(PYDIR)),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out
+
+
+def test_a_persistent_fault_is_named_at_every_step(demo_runs, work):
+    pairs, stdout = compare(demo_runs / "run_b", demo_runs / "run_a", work / "cmp_demo")
+    assert len(pairs) == 2
+    for pair in pairs:
+        fd = pair["first_divergence"]
+        assert fd is not None and fd["entry"] == "Functional.layer_norm.0.forward", (fd, stdout)
+    assert pairs[1]["first_divergence"]["reason"] == "outputs_diverge"
+
+
+def test_a_later_step_dumped_alone_is_judged_after_unknown_drift(demo_runs, work):
+    """Only step 1 dumped (msprobe's `step: [1]`): its parameters already differ by the drift of
+    step 0, which no dump shows. The kernel that ignores its eps is still named, and its drifted
+    weights are not."""
+    only = {}
+    for run in ("run_a", "run_b"):
+        only[run] = work / f"step1_only_{run}"
+        shutil.rmtree(only[run], ignore_errors=True)
+        shutil.copytree(demo_runs / run / "step1", only[run] / "step1")
+    (pair,), stdout = compare(only["run_b"], only["run_a"], work / "cmp_step1_only")
+    fd = pair["first_divergence"]
+    assert fd is not None and fd["entry"] == "Functional.layer_norm.0.forward", (fd, stdout)
+    assert fd["reason"] == "outputs_diverge"
+
+
+def test_a_later_step_of_drifted_clean_runs_is_noise(work):
+    """Threads 1 vs 2 for three steps on another CPU generation, step 2 dumped alone."""
+    golden = capture(work / "gpt_3_at2", "gpt", steps=3, dump_step=2)
+    target = capture(work / "gpt_3_at2_old", "gpt", steps=3, dump_step=2, cpu="old", threads=2)
+    pairs, stdout = compare(target, golden, work / "cmp_gpt_at2")
+    assert len(pairs) == 1
+    assert_clean(pairs, stdout)
