@@ -36,6 +36,31 @@ _TORCH_SKIP = {
 }
 
 
+# APIs Python also reaches through an operator alias that msprobe does not wrap. msprobe replaces
+# the listed attributes of torch.Tensor, while `-x`, `abs(x)` and `1.0 / x` go through __neg__,
+# __abs__ and __rtruediv__, bound to the original functions when torch.Tensor was defined: msprobe
+# records nothing for `-x` and `abs(x)`, and for `1.0 / x` the calls inside torch's __rdiv__
+# (reciprocal, then __mul__). numprobe's mode sees the original function whichever name reached it,
+# so these are recorded only through their attribute (an API site), and __rdiv__ reached through
+# the mode runs torch's own body so that the calls inside it are recorded (TRANSPARENT_BODIES).
+# Otherwise every later call of those APIs is numbered differently from msprobe's (issue 30).
+ATTRIBUTE_ONLY = frozenset({"Tensor.neg", "Tensor.abs", "Tensor.__rdiv__"})
+
+
+def transparent_bodies(call_api):
+    """{function the mode may see: body to run instead}: torch's __rdiv__, reached as __rtruediv__
+    (never an API site). `call_api(name, func, args, kwargs)` records a call: torch pops the mode
+    while the function it dispatched runs, so the body records its reciprocal itself; its `*` is
+    the Tensor.__mul__ API site."""
+    reciprocal = torch.Tensor.reciprocal
+
+    def rdiv(self, other):
+        # torch.Tensor.__rdiv__'s own body (torch/_tensor.py, 1.13 to 2.14): `other / self`.
+        return call_api("Tensor.reciprocal", reciprocal, (self,), None) * other
+
+    return {torch.Tensor.__rtruediv__: rdiv}
+
+
 def _is_api(obj):
     return callable(obj) and not isinstance(obj, type) and isinstance(
         obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
@@ -67,6 +92,8 @@ def build_api_table():
     table = {}
 
     def add(obj, name):
+        if name in ATTRIBUTE_ONLY:
+            return
         try:
             if obj is not None and _is_api(obj) and obj not in table:
                 table[obj] = name
@@ -107,7 +134,8 @@ def resolve_api(func):
     owner = getattr(func, "__objclass__", None)
     qualname = getattr(func, "__qualname__", "") or ""
     if owner is torch._C._TensorBase or qualname == f"Tensor.{name}":
-        return f"Tensor.{name}" if name in msprobe_apis.TENSOR else None
+        api = f"Tensor.{name}"
+        return api if name in msprobe_apis.TENSOR and api not in ATTRIBUTE_ONLY else None
     prefix = _MODULE_PREFIX.get(getattr(func, "__module__", None) or "")
     listed = {"Functional": msprobe_apis.FUNCTIONAL, "Torch": msprobe_apis.TORCH}
     if prefix and name in listed[prefix]:
@@ -150,6 +178,7 @@ def site_targets():
             if obj is None:
                 continue
             dunder = name.startswith("__")
-            if dunder or isinstance(obj, types.FunctionType):
-                out.append((owner, name, f"{prefix}.{name}"))
+            api = f"{prefix}.{name}"
+            if dunder or isinstance(obj, types.FunctionType) or api in ATTRIBUTE_ONLY:
+                out.append((owner, name, api))
     return out

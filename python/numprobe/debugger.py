@@ -16,7 +16,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _C
-from .api_names import build_api_table, keyword_defaults, resolve_api, site_targets
+from .api_names import (build_api_table, keyword_defaults, resolve_api, site_targets,
+                        transparent_bodies)
 
 NumprobeError = _C.NumprobeError
 
@@ -218,7 +219,7 @@ class PrecisionDebugger:
         self._api_table = build_api_table()
         self._publish_api_table()
         _C.set_api_resolver(resolve_api)
-        _C.set_transparent({torch.Tensor.backward: self._backward_seeded})
+        _C.set_transparent({torch.Tensor.backward: self._backward_seeded, **transparent_bodies(_C.call_api)})
         self._sites = []
         _C.set_own_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
         _C.set_internal_callers(_hook_machinery_codes(), ["Tensor.view_as"])

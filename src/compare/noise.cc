@@ -79,7 +79,12 @@ RowDiscrepancy row_discrepancy_parts(const CompareRow& t, const CompareRow& g) {
   // Min equal, is no evidence.
   const double extremes =
       std::max(rel(t.max.v, g.max.v, magnitude), rel(t.min.v, g.min.v, magnitude));
-  double sums = std::max(rel(t.mean.v, g.mean.v, rms), rel(t.norm.v, g.norm.v, norm));
+  // msprobe 26 writes a 0-d tensor's Norm as its value, sign kept (-45.2 for a sum of -45.2):
+  // a one-element tensor's Norm is compared by magnitude.
+  const bool one = n == 1;
+  double sums = std::max(
+      rel(t.mean.v, g.mean.v, rms),
+      rel(one ? std::fabs(t.norm.v) : t.norm.v, one ? std::fabs(g.norm.v) : g.norm.v, norm));
   if (extremes == 0 && sums <= summation_allowance(t, g, n)) sums = 0;
   return {extremes, sums};
 }

@@ -245,3 +245,31 @@ assert "__add__" not in vars(torch.Tensor)
     for step in (0, 1):
         data = entries(rank_dir(tmp_path / "d" / f"step{step}"))
         assert list(data) == ["Tensor.__add__.0.forward"], (step, list(data))
+
+
+def test_operator_aliases_are_named_as_msprobe_names_them(tmp_path):
+    """Issue 30. msprobe wraps the listed attributes of torch.Tensor; Python reaches torch's __rdiv__
+    through __rtruediv__, neg through __neg__ and abs through __abs__, which it leaves alone. So msprobe
+    records `1.0 / x` as Tensor.reciprocal then Tensor.__mul__, and nothing for `-x` and `abs(x)`
+    (seen live with msprobe 26.2 in test_msprobe_live.py); numprobe must count the same calls."""
+    code = f"""
+import sys, torch
+sys.path.insert(0, {str(PYDIR)!r})
+import numprobe
+d = numprobe.PrecisionDebugger(dump_path={str(tmp_path / 'd')!r}, level='L1')
+x = torch.randn(4, requires_grad=True)
+d.start()
+y = 1.0 / x
+z = -y + abs(x)
+u = x.neg() * x.abs() / x
+w = x.__rdiv__(2.0)
+d.stop(); d.step(); d.close()
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    data = entries(rank_dir(tmp_path / "d" / "step0"))
+    forward = [k for k in data if k.endswith(".forward")]
+    assert forward == ["Tensor.reciprocal.0.forward", "Tensor.__mul__.0.forward",
+                       "Tensor.__add__.0.forward", "Tensor.neg.0.forward", "Tensor.abs.0.forward",
+                       "Tensor.__mul__.1.forward", "Tensor.__truediv__.0.forward",
+                       "Tensor.__rdiv__.0.forward"], forward

@@ -156,3 +156,51 @@ def test_drop_in_msprobe_and_numprobe_dumps_pair_row_for_row(runs, model):
     # (test_msprobe_interop.py).
     assert_pairs_row_for_row(case["np"][1], case["ms"][1], tmp / f"dropin_{model}",
                              numprobe_only=None, same_computation=not changes_computation)
+
+
+ALIASES = """
+import json, sys, torch
+tool, out = sys.argv[1], sys.argv[2]
+cfg = {"task": "statistics", "dump_path": out, "rank": [], "step": [], "level": "L1",
+       "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": "statistics"}}
+json.dump(cfg, open(out + ".json", "w"))
+if tool == "ms":
+    from msprobe.pytorch import PrecisionDebugger
+else:
+    from numprobe import PrecisionDebugger
+d = PrecisionDebugger(config_path=out + ".json")
+torch.manual_seed(0)
+x = torch.randn(4, 3, requires_grad=True)
+d.start()
+y = 1.0 / x          # __rtruediv__: torch's __rdiv__ body, reciprocal then __mul__
+z = -y + abs(x)      # __neg__, __abs__: aliases no tool wraps
+u = x.neg() * x.abs() / x   # the listed methods themselves, after the aliases
+v = torch.reciprocal(u) * 2.0
+(y.sum() + z.sum() + v.sum()).backward()
+d.stop()
+d.step()
+if tool != "ms":
+    d.close()
+"""
+
+
+def test_operator_aliases_are_recorded_as_msprobe_records_them(tmp_path):
+    """Issue 30: `1.0 / x` is reciprocal then __mul__ in msprobe's dump, `-x` and `abs(x)` are
+    nothing; numprobe records the same, so the counters of every later call agree and the two dumps
+    pair row for row."""
+    script = tmp_path / "aliases.py"
+    script.write_text(ALIASES)
+    dumps = {}
+    for tool in ("ms", "np"):
+        out = tmp_path / tool
+        p = subprocess.run([sys.executable, str(script), tool, str(out)],
+                           env=dict(os.environ, PYTHONPATH=str(PYDIR)), capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        (rank,) = [r for r in (out / "step0").iterdir() if r.is_dir()]
+        dumps[tool] = rank
+    names = {t: [k for k in json.loads((r / "dump.json").read_text())["data"]
+                 if k != "Torch.ones_like.0.forward"] for t, r in dumps.items()}
+    assert names["np"] == names["ms"], (names["np"], names["ms"])
+    assert "Tensor.reciprocal.0.forward" in names["np"] and "Tensor.__rdiv__.0.forward" not in names["np"]
+    assert assert_pairs_row_for_row(dumps["np"], dumps["ms"], tmp_path / "pair", numprobe_only=None) > 20

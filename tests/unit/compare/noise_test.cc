@@ -65,6 +65,20 @@ TEST(Noise, Fp32SumsAgainstFloat64SumsAllowTheFp32SumsError) {
   EXPECT_GT(row_discrepancy(numprobe_row, other_float64), 5e-7);
 }
 
+// msprobe 26 writes a 0-d tensor's Norm as its value, sign kept; numprobe writes |value|.
+TEST(Noise, AOneElementTensorsNormIsComparedByMagnitude) {
+  auto msprobe_row = tensor_row(-45.25, -45.25, -45.25, -45.25, {});
+  auto numprobe_row = tensor_row(-45.25, -45.25, -45.25, 45.25, {});
+  EXPECT_EQ(row_discrepancy(numprobe_row, msprobe_row), 0);
+  // Over more elements a Norm of the other sign is a difference (no norm is negative).
+  EXPECT_GT(row_discrepancy(tensor_row(2, -1, 0, 10, {4}), tensor_row(2, -1, 0, -10, {4})), 1);
+  // The parts: extremes and sums apart.
+  const RowDiscrepancy parts = row_discrepancy_parts(tensor_row(2, -1, 0, 10 * (1 + 1e-6), {4}),
+                                                     tensor_row(2, -1, 0, 10, {4}));
+  EXPECT_EQ(parts.extremes, 0);
+  EXPECT_NEAR(parts.sums, 1e-6, 1e-9);
+}
+
 TEST(Noise, ShapeKindScalarAndNonFiniteMismatchesAreInfinite) {
   const double inf = std::numeric_limits<double>::infinity();
   auto a = tensor_row(2, -1, 0, 10, {4});
