@@ -116,6 +116,14 @@ CompareReport compare_dumps(const std::string& target, const std::string& golden
                             unsigned threads = 0, const CompareMappings* mappings = nullptr);
 // Fills report.origins from the pairs' first divergences.
 void find_cross_rank_origins(CompareReport& report);
+
+// What came before a rank's first dumped step when that step is not step 0 (msprobe's `step: [N]`).
+// kUnknown, compare_dumps' assumption: the runs may have drifted by any amount in the steps nobody
+// dumped, so that step's parameters are no evidence. kBitwise: the caller knows they agreed bit
+// for bit (locate's first round dumped them), so its parameters must be the same bits.
+enum class PriorSteps : uint8_t { kUnknown, kBitwise };
+// Judges each rank's first dumped step after step 0 again under `prior`, and the origins.
+void judge_first_steps(CompareReport& report, PriorSteps prior);
 // One pair, already loaded; its rows are judged on up to `threads` threads (the result does not
 // depend on the count). Frees the dumps' entry bodies (DumpFile::release_values) once flattened.
 void compare_pair(PairResult& p, const CompareMappings* mappings = nullptr, unsigned threads = 1);

@@ -67,7 +67,16 @@ class CompareCommand : public Subcommand {
          Flag::kBool, &merge_},
         {"--merge-timeout", "seconds shard 1 waits for the others with --merge (default 3600)",
          Flag::kInt, &merge_timeout_},
+        {"--prior-steps",
+         "when the first dumped step is not step 0: 'unknown' (default: the runs may have drifted "
+         "in the steps before) or 'bitwise' (they agreed bit for bit: parameters must too)",
+         Flag::kString, &prior_},
     };
+  }
+
+  // --prior-steps: applied to a report compare_dumps/compare_plan made (which assume kUnknown).
+  void apply_prior_steps(CompareReport& rep) const {
+    if (prior_ == "bitwise") judge_first_steps(rep, PriorSteps::kBitwise);
   }
 
   int run() override {
@@ -76,10 +85,13 @@ class CompareCommand : public Subcommand {
       throw Error("give -t <target> and -g <golden>, or -i compare.json");
     }
     if (merge_ && shard_.empty()) throw Error("--merge goes with --shard");
+    if (prior_ != "unknown" && prior_ != "bitwise")
+      throw Error("--prior-steps takes 'unknown' or 'bitwise', not '" + prior_ + "'");
     auto t0 = std::chrono::steady_clock::now();
     const CompareMappings mappings = load_compare_mappings(mapping_);
     if (!shard_.empty()) return run_shard(mappings.any() ? &mappings : nullptr);
     CompareReport rep = compare_dumps(target_, golden_, 0, mappings.any() ? &mappings : nullptr);
+    apply_prior_steps(rep);
     write_tables(rep, out_, mappings.layer);
     base::write_file_atomic(out_ + "/summary.json", render_summary_json(rep));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -115,6 +127,7 @@ class CompareCommand : public Subcommand {
            spec.source.c_str(), describe_units(info.units, first, end).c_str(), info.units.size(),
            info.pair_index.size(), info.pair_index.size() == 1 ? "" : "s");
     CompareReport rep = compare_plan(plan, info.pair_index, 0, mappings);
+    apply_prior_steps(rep);
     write_tables(rep, dir, mappings && mappings->layer);
     base::write_file_atomic(dir + "/summary.json", render_shard_summary_json(rep, info));
     const double secs =
@@ -286,6 +299,7 @@ class CompareCommand : public Subcommand {
   }
 
   std::string target_, golden_, input_, out_, shard_;
+  std::string prior_ = "unknown";
   bool stack_ = false, xlsx_ = false, merge_ = false;
   int64_t merge_timeout_ = 3600;
   MappingOptions mapping_;

@@ -350,6 +350,22 @@ std::vector<CrossRankOrigin> order_cross_rank_origins(const std::vector<PairDive
   return origins;
 }
 
+void judge_first_steps(CompareReport& report, PriorSteps prior) {
+  std::map<std::string, PairResult*> first;
+  for (PairResult& p : report.pairs) {
+    PairResult*& f = first[rank_unit(p.target_where)];
+    if (!f || p.target_where.step < f->target_where.step) f = &p;
+  }
+  for (auto& [rank, p] : first) {
+    if (p->target_where.step <= 0 || p->golden_where.step <= 0) continue;
+    if (prior == PriorSteps::kBitwise)
+      judge_divergence(*p, 0, nullptr, true);
+    else
+      judge_divergence(*p, std::numeric_limits<double>::infinity());
+  }
+  find_cross_rank_origins(report);
+}
+
 void find_cross_rank_origins(CompareReport& report) {
   std::vector<PairDivergence> pairs;
   pairs.reserve(report.pairs.size());

@@ -284,6 +284,9 @@ struct Judge {
   size_t position = 0;
   std::vector<size_t> suspect_positions;
   const PairResult* previous = nullptr;  // the previous step of the same rank, if any
+  // The step before agreed bit for bit (dumped, or known): this step's parameters are the same
+  // bits in both runs, whatever CPU each used.
+  bool after_bitwise_step = false;
   std::unordered_map<std::string_view, const CompareRow*> previous_rows;  // its golden's, by name
   // Module -> the rows its forward's first tensor input holds (numel over the last dimension):
   // the terms each element of its weights' gradients sums.
@@ -540,7 +543,7 @@ struct Judge {
             const bool weight = param && (t.state == RowState::kParameters ||
                                           running_statistic(t) || (forward && !first_argument(t)));
             // After a step that agreed bit for bit the weights are the same bits: no rounding.
-            const bool same_start = previous && carried == 0;
+            const bool same_start = after_bitwise_step;
             const bool initial =
                 !same_start && ((bitwise && param) || (weight && carried == 0 && !previous));
             const double floor = same_start && param ? 0
@@ -812,13 +815,15 @@ DType mixed_precision_dtype(const PairResult& p) {
   return changed > 0 && 2 * changed >= contractions ? low : DType::kUnknown;
 }
 
-void judge_divergence(PairResult& p, double carried, const PairResult* previous) {
+void judge_divergence(PairResult& p, double carried, const PairResult* previous,
+                      bool after_bitwise_step) {
   // Names and arguments are evidence only between runs of the same framework whose rows mostly
   // paired by name: entries missing from a cross-framework or barely paired compare are the
   // pairing's limits, not the runs' differences.
   const bool same_framework = p.target.dump.framework() == p.golden.dump.framework() &&
                               pair_coverage(p) == Coverage::kCompared;
   Judge j(p, same_framework && !p.mapped, carried, previous);
+  j.after_bitwise_step = after_bitwise_step || (previous && carried == 0);
   j.mixed = p.mode == CompareMode::kMd5 ? DType::kUnknown : mixed_precision_dtype(p);
   if (j.mixed != DType::kUnknown) j.regime = Regime::kMixedPrecision;
   p.suspects.clear();

@@ -56,12 +56,16 @@ DType mixed_precision_dtype(const PairResult& p);
 // p.regime. `carried`: how far the previous step of the same rank had drifted (carried_discrepancy
 // of it; 0 when it agreed bit for bit or there is none; +inf when unknown: the first dumped step
 // is a later one, and the steps before it were not dumped). `previous` with `carried` 0: the
-// previous step agreed bit for bit, so this step's parameters hold the same bits in both runs. Its parameters were updated from those
-// gradients, so they may differ that much (relative to themselves, an update smaller than the
-// weight moves them by at most the gradient's relative difference). `previous`: that step's pair,
-// when there is one: a parameter or running statistic may also differ by twice what the golden's
-// step moved it (an adaptive optimizer's update does not shrink with the gradient).
-void judge_divergence(PairResult& p, double carried = 0, const PairResult* previous = nullptr);
+// previous step agreed bit for bit, so this step's parameters hold the same bits in both runs. Its
+// parameters were updated from those gradients, so they may differ that much (relative to
+// themselves, an update smaller than the weight moves them by at most the gradient's relative
+// difference). `previous`: that step's pair, when there is one: a parameter or running statistic
+// may also differ by twice what the golden's step moved it (an adaptive optimizer's update does not
+// shrink with the gradient). `after_bitwise_step`: the step before this one (not dumped) is known
+// to have agreed bit for bit, as a previous pair with `carried` 0 says (judge_first_steps,
+// PriorSteps::kBitwise).
+void judge_divergence(PairResult& p, double carried = 0, const PairResult* previous = nullptr,
+                      bool after_bitwise_step = false);
 
 // The largest row discrepancy of a pair (inf when rows differ in md5 mode or are unpaired; 0 when
 // every row agrees bit for bit): what the next step inherits.

@@ -197,3 +197,29 @@ def test_a_later_step_of_drifted_clean_runs_is_noise(work):
     pairs, stdout = compare(target, golden, work / "cmp_gpt_at2")
     assert len(pairs) == 1
     assert_clean(pairs, stdout)
+
+
+def test_prior_steps_bitwise_holds_a_later_steps_weights_exactly(work):
+    """An embedding frozen by mistake shows first in step 1's weights. Step 1 dumped alone: by
+    default the drift before it is unknown, so its weights are no evidence; `--prior-steps bitwise`
+    (what locate passes when its first round saw step 0 agree bit for bit) names their first
+    consumer. A value other than unknown/bitwise is an error naming the flag."""
+    fault = FAULTS["emb_grad_zero"]
+    golden = capture(work / "lstm_2_at1", "lstm", steps=2, dump_step=1)
+    target = capture(work / "lstm_2_at1_emb_grad_zero", "lstm", steps=2, dump_step=1,
+                     fault="emb_grad_zero")
+    out = work / "cmp_prior"
+    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out),
+                        "--prior-steps", "bitwise"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (pair,) = json.loads((out / "summary.json").read_text())["pairs"]
+    assert pair["step"] == 1
+    assert_named(pair, fault, p.stdout)
+    assert pair["first_divergence"]["reason"] == "parameters_differ"
+    (default,), stdout = compare(target, golden, work / "cmp_prior_default")
+    assert default["first_divergence"] is None or default["first_divergence"]["entry"] not in (
+        "Functional.embedding.0.forward",), stdout
+    bad = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o",
+                          str(work / "cmp_prior_bad"), "--prior-steps", "same"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "--prior-steps" in bad.stderr, bad.stderr

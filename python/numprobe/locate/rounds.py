@@ -19,6 +19,8 @@ class Locator:
     def __init__(self, golden, target, out, steps, progress):
         self.golden, self.target, self.out, self.steps = golden, target, out, list(steps)
         self.steps_given = list(steps)
+        # Round 1 saw every step before the one the later rounds capture agree bit for bit.
+        self.prior_bitwise = False
         self.round1_pair, self.round1_bitwise = None, False  # what round 1 found
         self.progress = progress
         self.rounds = []  # what the report shows, one dict per round
@@ -57,7 +59,9 @@ class Locator:
         """numprobe compare; returns (summary dict, output dir, seconds)."""
         d = os.path.join(self._dir(k), name)
         self.progress.begin(k, f"numprobe {name}")
-        code, seconds = run_numprobe(["compare", "-t", target_dump, "-g", golden_dump, "-o", d],
+        prior = ["--prior-steps", "bitwise"] if self.prior_bitwise else []
+        code, seconds = run_numprobe(["compare", "-t", target_dump, "-g", golden_dump, "-o", d]
+                                     + prior,
                                      os.path.join(self._dir(k), f"{name}.log"),
                                      f"round {k} numprobe compare", ok_codes=(0, 1))
         self.progress.end(seconds)
@@ -131,7 +135,12 @@ class Locator:
         fd = pair["first_divergence"] if pair else None
         module, why = None, ""
         if pair is not None:
-            # The later rounds capture the step where the runs part first, and that step alone.
+            # The later rounds capture the step where the runs part first, and that step alone;
+            # compare then knows whether the steps before it agreed bit for bit in this round.
+            earlier = [p for p in summary.get("pairs", []) if p.get("step", 0) < pair["step"]]
+            self.prior_bitwise = bool(earlier) and all(
+                p.get("regime") in (None, "bitwise") and not p.get("first_divergence")
+                for p in earlier)
             self.steps = [pair["step"]]
             if pair["step"] != min(self.steps_given):
                 why = (f" (steps {_steps_text(self.steps_given)} agree; the runs part first in "
