@@ -203,6 +203,9 @@ def test_compare_two_runs(tmp_path, cli, level):
     want = ("Cell.blocks.1.ln2.LayerNorm.forward.0" if level == "L0"
             else "Primitive.layer_norm.LayerNorm.3.forward")
     assert fd is not None and fd["entry"] == want, fd
+    # The same pair as msprobe's model hierarchy for the browser.
+    cli("graph", "-t", bad, "-g", a, "-o", tmp_path / "g.vis.db")
+    assert (tmp_path / "g.vis.db").stat().st_size > 0
 
 
 def test_bad_input_is_named(tmp_path):
