@@ -22,9 +22,9 @@ API = re.compile(r"^(Functional|Tensor|Mint|MintFunctional|Primitive)\.[\w.]+\.\
 MS_DTYPES = {"Float32", "Float16", "BFloat16", "Float64", "Int32", "Int64", "Bool", "UInt8", "Int8"}
 
 
-def capture(out, level, task="statistics", faulty_eps=None, steps=1, **cfg):
+def capture(out, level, task="statistics", faulty_eps=None, steps=1, top=None, **cfg):
     net, x, y = ms_models.make(faulty_eps=faulty_eps)
-    config = {"task": task, "dump_path": str(out), "level": level}
+    config = {"task": task, "dump_path": str(out), "level": level, **(top or {})}
     if cfg:
         config[task] = cfg
     path = pathlib.Path(str(out) + ".config.json")
@@ -34,7 +34,8 @@ def capture(out, level, task="statistics", faulty_eps=None, steps=1, **cfg):
         losses, grads = ms_models.train_step(net, x, y, dbg, steps=steps)
     finally:
         dbg.close()
-    return losses, grads, rank_dir(pathlib.Path(out) / "step0")
+    first = min(int(d.name[4:]) for d in pathlib.Path(out).glob("step*"))
+    return losses, grads, rank_dir(pathlib.Path(out) / f"step{first}")
 
 
 def read(rank):
@@ -150,6 +151,15 @@ def test_parameter_gradients_are_recorded_per_cell(tmp_path):
     owners = {n.rsplit(".parameters_grad.", 1)[0] for n in data if ".parameters_grad." in n}
     assert "Cell.embed.Dense" in owners and "Cell.blocks.1.ln2.LayerNorm" in owners
     assert not any(o.endswith(".Block") for o in owners)
+
+
+def test_step_and_list_filters(tmp_path):
+    _, _, rank = capture(tmp_path / "s", "L1", steps=3, top={"step": [1]})
+    assert sorted(d.name for d in (tmp_path / "s").iterdir()) == ["step1"]
+    assert read(rank)["data"]
+    _, _, rank = capture(tmp_path / "l", "L1", list=["gelu"])
+    names = set(read(rank)["data"])
+    assert names == {f"Functional.gelu.{i}.{d}" for i in (0, 1) for d in ("forward", "backward")}
 
 
 def test_md5_and_tensor_tasks(tmp_path):
