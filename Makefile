@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 build-mindspore demo test test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis install clean
+.PHONY: all setup build build-torch2 build-mindspore demo test test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis bench-mindspore install clean
 
 all: build
 
@@ -154,6 +154,10 @@ bench: build
 	PYTHONPATH=python $(PY) bench/acc_check_bench.py
 	@$(MAKE) --no-print-directory bench-diagnosis
 	PYTHONPATH=python $(PY) bench/bench_locate.py
+
+# MindSpore capture overhead (PyNative, CPU): L0, L1 and mix against the uncaptured step.
+bench-mindspore: build-mindspore
+	PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python bench/ms_capture_bench.py
 
 # Does compare name the op where two training runs part? Faults and noise-only pairs on three real
 # models (bench/diagnosis/README.md); captures are cached in build/bench_diagnosis.
