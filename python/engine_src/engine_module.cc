@@ -141,14 +141,8 @@ py::dict stats_dict(const capture::TensorLeaf& leaf) {
 PYBIND11_MODULE(_engine, m) {
   using numprobe::pyengine::Session;
   m.doc() = "numprobe's torch-free engine for Python capture fronts (MindSpore)";
-  static py::exception<numprobe::Error> error(m, "NumprobeError", PyExc_RuntimeError);
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const numprobe::Error& e) {
-      error(e.what());
-    }
-  });
+  // As numprobe._C's: a ValueError, so scripts catch either binding's errors alike.
+  py::register_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
 
   m.def(
       "check_config",
