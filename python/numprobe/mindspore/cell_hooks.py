@@ -12,7 +12,15 @@ collects them; once every one has arrived, ``Cell.<path>.<Class>.parameters_grad
 ``value_and_grad`` function made while it was registered even after its handle is removed, so the
 hook checks that capture is on before anything else.
 """
+import inspect
+
+from mindspore import nn
+
 from .recorder import backward_name_of
+
+# MindSpore >= 2.5 hands forward hooks the keyword arguments when asked (with_kwargs): the cell's
+# entry then has them in input_kwargs, as msprobe's on such versions; older ones give {}.
+_WITH_KWARGS = "with_kwargs" in inspect.signature(nn.Cell.register_forward_pre_hook).parameters
 
 
 class CellHooks:
@@ -27,8 +35,9 @@ class CellHooks:
                 continue
             self._hooked.add(id(cell))
             prefix = f"Cell.{path}.{cell.__class__.__name__}."
-            self._handles.append(cell.register_forward_pre_hook(self._pre_hook(prefix)))
-            self._handles.append(cell.register_forward_hook(self._post_hook()))
+            kw = {"with_kwargs": True} if _WITH_KWARGS else {}
+            self._handles.append(cell.register_forward_pre_hook(self._pre_hook(prefix), **kw))
+            self._handles.append(cell.register_forward_hook(self._post_hook(), **kw))
             if self.recorder.backward:
                 self._hook_parameters(f"Cell.{path}.{cell.__class__.__name__}", cell)
 
@@ -68,7 +77,7 @@ class CellHooks:
     def _pre_hook(self, prefix):
         rec = self.recorder
 
-        def pre(cell, args):
+        def pre(cell, args, kwargs=None):
             calls = cell.__dict__.setdefault("_numprobe_calls", [])
             if rec.busy or not rec.session.active():
                 calls.append(None)
@@ -86,16 +95,18 @@ class CellHooks:
                 return None
             rec.enter()
             try:
-                return hook(tuple(args))
+                hooked = hook(tuple(args))
             finally:
                 rec.leave()
+            return (hooked, kwargs) if _WITH_KWARGS else hooked
 
         return pre
 
     def _post_hook(self):
         rec = self.recorder
 
-        def post(cell, args, output):
+        def post(cell, args, *rest):
+            kwargs, output = rest if _WITH_KWARGS else ({}, rest[0])
             calls = cell.__dict__.get("_numprobe_calls")
             call = calls.pop() if calls else None
             if call is None:
@@ -108,7 +119,7 @@ class CellHooks:
                 return None
             rec.enter()
             try:
-                rec.record_forward(forward_name, args, {}, output, parent)
+                rec.record_forward(forward_name, args, kwargs or {}, output, parent)
                 if hook is not None and output is not None:
                     return hook(output)
             finally:

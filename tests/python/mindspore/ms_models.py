@@ -76,3 +76,14 @@ def train_step(net, x, y, debugger=None, steps=1):
         losses.append(loss.asnumpy())
         grads = [t.asnumpy() for t in g]
     return losses, grads
+
+
+class Scaled(nn.Cell):
+    """A cell called with a keyword argument."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(D, D)
+
+    def construct(self, x, scale=1.0):
+        return self.fc(x) * scale

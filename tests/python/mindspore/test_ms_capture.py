@@ -153,6 +153,31 @@ def test_parameter_gradients_are_recorded_per_cell(tmp_path):
     assert not any(o.endswith(".Block") for o in owners)
 
 
+def test_cell_keyword_arguments(tmp_path):
+    import mindspore as ms
+    from numprobe.mindspore import PrecisionDebugger
+
+    class Outer(ms.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.inner = ms_models.Scaled()
+
+        def construct(self, x):
+            return self.inner(x, scale=0.5).sum()
+
+    net = Outer()
+    x = ms.Tensor(np.ones((2, ms_models.D), np.float32))
+    dbg = PrecisionDebugger(dump_path=str(tmp_path / "d"), level="L0")
+    dbg.start(net)
+    out = net(x)  # a plain forward, no gradients: forward entries only
+    dbg.stop()
+    dbg.close()
+    entry = read(rank_dir(tmp_path / "d" / "step0"))["data"]["Cell.inner.Scaled.forward.0"]
+    assert entry["input_kwargs"] == {"scale": {"type": "float", "value": 0.5}}
+    assert entry["output"][0]["shape"] == [2, ms_models.D]
+    assert float(out.asnumpy()) != 0
+
+
 def test_step_and_list_filters(tmp_path):
     _, _, rank = capture(tmp_path / "s", "L1", steps=3, top={"step": [1]})
     assert sorted(d.name for d in (tmp_path / "s").iterdir()) == ["step1"]
