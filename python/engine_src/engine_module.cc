@@ -60,11 +60,14 @@ class Session {
     overflow_left_ = config().overflow_nums;
   }
 
-  // parts: [(key, value, stem, is_output)]. Returns false when the entry was dropped
-  // (overflow_check without NaN/Inf, or past overflow_nums).
+  // parts: [(key, value, stem, is_output)]. Returns false when the entry was dropped (capture
+  // stopped, overflow_check without NaN/Inf, or past overflow_nums).
   bool submit(const std::string& name, const py::list& parts, const py::object& frames,
               const py::object& parent) {
     if (!adapter_.to_numpy) throw Error("_engine.Session: set_adapter() was not called");
+    // A gradient hook may fire after stop() (a backward run outside start/stop): nothing is
+    // written then, as no step directory is open.
+    if (!session_.active()) return false;
     EntryRecord rec = session_.new_record();
     rec.name = name;
     const CaptureConfig& cfg = config();

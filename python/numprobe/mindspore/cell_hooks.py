@@ -56,6 +56,7 @@ class CellHooks:
 
         def on_grad(pname, grad):
             if rec.busy or not rec.session.active():
+                arrived.clear()  # a step's leftovers never complete the next step's set
                 return None
             arrived[pname] = grad
             if len(arrived) == len(params):

@@ -266,3 +266,17 @@ def test_bad_input_is_named(tmp_path):
     bad.write_text(json.dumps({"task": "statistics", "levle": "L1"}))
     with pytest.raises(NumprobeError, match="levle"):
         PrecisionDebugger(config_path=str(bad))
+
+
+def test_backward_after_stop_writes_nothing(tmp_path):
+    import mindspore as ms
+    from numprobe.mindspore import PrecisionDebugger
+    net, x, y = ms_models.make()
+    dbg = PrecisionDebugger(dump_path=str(tmp_path / "d"), level="mix")
+    dbg.start(net)
+    net(x, y)  # forward only, inside start/stop
+    dbg.stop()
+    ms.value_and_grad(net, None, net.trainable_params())(x, y)  # outside: hooks stay quiet
+    dbg.close()
+    names = list(read(rank_dir(tmp_path / "d" / "step0"))["data"])
+    assert names and not any(".backward" in n or "parameters_grad" in n for n in names), names
