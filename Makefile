@@ -103,7 +103,7 @@ test-torch2: build-torch2
 
 # The MindSpore lane: PyPI's MindSpore in .venv/mindspore (tests/requirements/mindspore.txt, no torch),
 # numprobe._engine built for that venv's Python in build-mindspore/ with its own package tree, and
-# tests/python/mindspore run there (the CLI they call is build/'s). MindSpore has wheels for Python
+# tests/python/mindspore run there (the CLI they call is build/'s; msprobe is a live reader there too). MindSpore has wheels for Python
 # 3.11 and 3.12 only: where neither exists (Debian 13) the lane is skipped, and says why.
 build-mindspore: setup
 	@bash scripts/setup_venv.sh mindspore > /dev/null
@@ -115,7 +115,7 @@ test-mindspore: build
 	  if [ $$rc -eq 3 ]; then echo "test-mindspore: SKIPPED: no Python 3.11 or 3.12 on this machine (MindSpore 2.10 has no wheel for others)"; exit 0; fi; \
 	  [ $$rc -eq 0 ] || exit $$rc; \
 	  $(MAKE) --no-print-directory build-mindspore && \
-	  PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python -m pytest -q tests/python/mindspore; rc=$$?; \
+	  NUMPROBE_REQUIRE_LIVE=1 PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python -m pytest -q tests/python/mindspore; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest (MindSpore): no tests collected"; exit 1; fi; exit $$rc
 
 # Torch-free tests under AddressSanitizer + UndefinedBehaviorSanitizer.
