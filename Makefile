@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 demo test test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis install clean
+.PHONY: all setup build build-torch2 build-mindspore demo test test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis bench-mindspore install clean
 
 all: build
 
@@ -68,7 +68,7 @@ demo: build
 	@echo
 
 test: build
-	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-asan test-fuzz test-browser check-format check-includes
+	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes
 	@echo "make test: all suites passed"
 
 test-unit:
@@ -100,6 +100,23 @@ build-torch2: setup
 test-torch2: build-torch2
 	@$(TORCH2_ENV) .venv/torch2/bin/python -m pytest -q tests/python; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest (torch 2.x): no tests collected"; exit 1; fi; exit $$rc
+
+# The MindSpore lane: PyPI's MindSpore in .venv/mindspore (tests/requirements/mindspore.txt, no torch),
+# numprobe._engine built for that venv's Python in build-mindspore/ with its own package tree, and
+# tests/python/mindspore run there (the CLI they call is build/'s; msprobe is a live reader there too). MindSpore has wheels for Python
+# 3.11 and 3.12 only: where neither exists (Debian 13) the lane is skipped, and says why.
+build-mindspore: setup
+	@bash scripts/setup_venv.sh mindspore > /dev/null
+	@cmake --preset mindspore > build-mindspore.configure.log || { cat build-mindspore.configure.log; exit 1; }
+	@cmake --build --preset mindspore
+
+test-mindspore: build
+	@rc=0; bash scripts/setup_venv.sh mindspore > /dev/null || rc=$$?; \
+	  if [ $$rc -eq 3 ]; then echo "test-mindspore: SKIPPED: no Python 3.11 or 3.12 on this machine (MindSpore 2.10 has no wheel for others)"; exit 0; fi; \
+	  [ $$rc -eq 0 ] || exit $$rc; \
+	  $(MAKE) --no-print-directory build-mindspore && \
+	  NUMPROBE_REQUIRE_LIVE=1 PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python -m pytest -q tests/python/mindspore; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest (MindSpore): no tests collected"; exit 1; fi; exit $$rc
 
 # Torch-free tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: setup
@@ -138,6 +155,10 @@ bench: build
 	@$(MAKE) --no-print-directory bench-diagnosis
 	PYTHONPATH=python $(PY) bench/bench_locate.py
 
+# MindSpore capture overhead (PyNative, CPU): L0, L1 and mix against the uncaptured step.
+bench-mindspore: build-mindspore
+	PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python bench/ms_capture_bench.py
+
 # Does compare name the op where two training runs part? Faults and noise-only pairs on three real
 # models (bench/diagnosis/README.md); captures are cached in build/bench_diagnosis.
 bench-diagnosis: build
@@ -147,4 +168,4 @@ install: build
 	cmake --install build
 
 clean:
-	rm -rf build build-debug build-fuzz build-torch2 demo_out *.configure.log
+	rm -rf build build-debug build-fuzz build-torch2 build-mindspore demo_out *.configure.log

@@ -1,4 +1,5 @@
-"""pip install . : builds numprobe._C and the numprobe CLI with CMake (offline; needs the Debian
+"""pip install . : builds numprobe._C, numprobe._engine (the torch-free engine the MindSpore capture
+uses) and the numprobe CLI with CMake (offline; needs the Debian
 packages of scripts/setup.sh) and installs the Python package from python/numprobe (with
 numprobe.acc_check), the CLI binary inside it (numprobe/bin/numprobe) and a `numprobe` command that
 runs that binary with this interpreter (numprobe_cli.py).
@@ -38,6 +39,7 @@ class CMakeBuild(build_ext):
                                # e.g. a CUDA torch's toolkit: scripts/torch_cmake_args.py
                                *os.environ.get("NUMPROBE_CMAKE_ARGS", "").split()])
         subprocess.check_call(["cmake", "--build", build_dir, "--target", "numprobe_python", "numprobe",
+                               "numprobe_engine_python",
                                "-j", str(min(os.cpu_count() or 2, 4))])
         # The CLI the CMake build makes, inside the package: numprobe_cli runs it, and it finds this
         # package beside itself (src/cli/python_front.cc) for acc-check.

@@ -160,24 +160,9 @@ find_library(TORCH_PYTHON_LIBRARY torch_python REQUIRED
 file(GLOB NUMPROBE_PY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/python/src/*.cc)
 pybind11_add_module(numprobe_python MODULE ${NUMPROBE_PY_SOURCES})
 # In-tree (PYTHONPATH=python works after a build) unless setup.py or a second build (the torch 2.x
-# lane: two builds for two torches cannot share python/numprobe, their _C files have one name) asks
-# for its own directory. Such a directory gets the package's Python files as symbolic links, so
-# PYTHONPATH=<its parent> imports this build's _C with the source tree's Python code.
-get_filename_component(_np_pkg_out "${NUMPROBE_PYTHON_OUTPUT_DIR}" ABSOLUTE)
-if(NOT _np_pkg_out STREQUAL "${CMAKE_SOURCE_DIR}/python/numprobe" AND NOT NUMPROBE_PYTHON_NO_LINKS)
-  file(GLOB _np_py_items CONFIGURE_DEPENDS RELATIVE ${CMAKE_SOURCE_DIR}/python/numprobe
-       ${CMAKE_SOURCE_DIR}/python/numprobe/*.py ${CMAKE_SOURCE_DIR}/python/numprobe/*/__init__.py)
-  foreach(_np_item IN LISTS _np_py_items)
-    get_filename_component(_np_top "${_np_item}" DIRECTORY)
-    if(_np_top STREQUAL "")
-      set(_np_top "${_np_item}")  # a module beside __init__.py; else the subpackage's folder
-    endif()
-    if(NOT EXISTS "${_np_pkg_out}/${_np_top}")
-      file(MAKE_DIRECTORY "${_np_pkg_out}")
-      file(CREATE_LINK "${CMAKE_SOURCE_DIR}/python/numprobe/${_np_top}" "${_np_pkg_out}/${_np_top}" SYMBOLIC)
-    endif()
-  endforeach()
-endif()
+# lane) asks for its own directory (cmake/python_package_links.cmake).
+include(${CMAKE_SOURCE_DIR}/cmake/python_package_links.cmake)
+numprobe_link_python_package()
 set_target_properties(numprobe_python PROPERTIES
   OUTPUT_NAME _C
   LIBRARY_OUTPUT_DIRECTORY ${NUMPROBE_PYTHON_OUTPUT_DIR})

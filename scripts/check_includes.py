@@ -39,7 +39,7 @@ LAYERS = {
     "cli": ENGINE + ["compare", "graph", "ckpt", "configcheck", "serve", "acccheck", "capture", "monitor", "cli"],
 }
 # Folders with no layer rule of their own that still must resolve their includes.
-UNLAYERED = ["python/src", "tests", "bench"]
+UNLAYERED = ["python/src", "python/engine_src", "python/common", "tests", "bench"]
 
 
 def layer_of(rel):

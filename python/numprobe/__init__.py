@@ -7,7 +7,9 @@ wires hooks into PyTorch.
 ``ConfigChecker`` (numprobe.config_check) packs a run's setup (environment, packages,
 hyper-parameters, weights, data, random calls) and is pure Python: it imports neither ``_C`` nor
 torch until a model is given, so it works beside any torch build. Capture and ``_C`` load on first
-use (PEP 562).
+use (PEP 562). ``PrecisionDebugger`` and ``seed_all`` pick the torch capture or the MindSpore one
+(numprobe.frontend); the MindSpore capture and ``_engine`` (the engine without libtorch) never
+import torch.
 """
 import importlib
 
@@ -16,8 +18,8 @@ from .config_check import ConfigChecker
 __all__ = ["PrecisionDebugger", "seed_all", "ConfigChecker", "TrainerMon"]
 __version__ = "0.1.0"
 
-_LAZY = {"PrecisionDebugger": ".debugger", "seed_all": ".debugger", "TrainerMon": ".monitor",
-         "_C": "._C"}
+_LAZY = {"PrecisionDebugger": ".frontend", "seed_all": ".frontend", "TrainerMon": ".monitor",
+         "_C": "._C", "_engine": "._engine"}
 
 
 def __getattr__(name):
@@ -25,6 +27,6 @@ def __getattr__(name):
     if module is None:
         raise AttributeError(f"module 'numprobe' has no attribute {name!r}")
     mod = importlib.import_module(module, __name__)
-    value = mod if name == "_C" else getattr(mod, name)
+    value = mod if name in ("_C", "_engine") else getattr(mod, name)
     globals()[name] = value
     return value

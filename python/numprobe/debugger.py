@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode
 from . import _C
 from .api_names import (build_api_table, keyword_defaults, resolve_api, site_targets,
                         transparent_bodies)
+from .capture_args import config_from_arguments
 
 NumprobeError = _C.NumprobeError
 
@@ -142,21 +143,6 @@ def _remove_api_sites(installed):
             setattr(owner, name, saved)
 
 
-def _load_config(config_path):
-    if config_path is None:
-        return {}, "<arguments>"
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise NumprobeError(f"{config_path}: cannot read config: {e.strerror}") from None
-    _C.check_config(text, str(config_path))
-    return json.loads(text), str(config_path)
-
-
-CONFIG_VARIABLE = "NUMPROBE_CONFIG"
-
-
 def _environment_extra():
     """The members numprobe_env.json gets from Python (the C++ side writes torch's own)."""
     import sys
@@ -183,22 +169,8 @@ class PrecisionDebugger:
 
     def __init__(self, config_path=None, task=None, dump_path=None, level=None, step=None,
                  model=None):
-        forced = os.environ.get(CONFIG_VARIABLE)
-        if forced:
-            try:
-                cfg, source = _load_config(forced)
-            except NumprobeError as e:
-                raise NumprobeError(f"{CONFIG_VARIABLE}: {e}") from None
-        else:
-            cfg, source = _load_config(config_path)
-            if task is not None:
-                cfg["task"] = task
-            if dump_path is not None:
-                cfg["dump_path"] = str(dump_path)
-            if level is not None:
-                cfg["level"] = level
-            if step is not None:
-                cfg["step"] = list(step) if isinstance(step, (list, tuple)) else [step]
+        cfg, source = config_from_arguments(config_path, task, dump_path, level, step,
+                                            _C.check_config, NumprobeError)
         if PrecisionDebugger._instance is not None:
             PrecisionDebugger._instance.close()
         self._engine = _C.Engine(json.dumps(cfg), source)

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "../common/py_plain_values.h"
 #include "core/hash.h"
 
 namespace numprobe::python {
@@ -25,14 +26,6 @@ bool is_torch_size(PyObject* obj) {
   return PyTuple_Check(obj) && std::string_view(Py_TYPE(obj)->tp_name) == "torch.Size";
 }
 
-void add_slice_part(EntryRecord& rec, PyObject* v) {
-  if (v == Py_None)
-    rec.null();
-  else if (PyLong_Check(v))
-    rec.integer(PyLong_AsLongLong(v));
-  else
-    rec.null();
-}
 }  // namespace
 
 void set_own_package_dir(std::string dir) {
@@ -142,32 +135,7 @@ void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std:
   }
   if (THPVariable_Check(obj)) {
     cap.add_tensor(rec, THPVariable_Unpack(obj), stem, is_output);
-  } else if (obj == Py_None) {
-    rec.null();
-  } else if (PyBool_Check(obj)) {
-    rec.typed("bool");
-    rec.boolean(obj == Py_True);
-  } else if (PyLong_Check(obj)) {
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    rec.typed("int");
-    if (overflow)
-      rec.floating(PyLong_AsDouble(obj));
-    else
-      rec.integer(v);
-  } else if (PyFloat_Check(obj)) {
-    rec.typed("float");
-    rec.floating(PyFloat_AS_DOUBLE(obj));
-  } else if (PyUnicode_Check(obj)) {
-    Py_ssize_t len = 0;
-    const char* s = PyUnicode_AsUTF8AndSize(obj, &len);
-    rec.typed("str");
-    if (s)
-      rec.string(std::string_view(s, static_cast<size_t>(len)));
-    else {
-      PyErr_Clear();
-      rec.null();
-    }
+  } else if (python_common::add_plain_value(rec, obj)) {
   } else if (is_torch_size(obj)) {
     rec.typed("torch.Size");
     rec.begin_list();
@@ -184,28 +152,11 @@ void add_pyobject(TorchCapture& cap, EntryRecord& rec, PyObject* obj, const std:
     rec.end();
   } else if (PyDict_Check(obj)) {
     rec.begin_dict();
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(obj, &pos, &k, &v)) {
-      const char* ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : nullptr;
-      if (!ks) {
-        PyErr_Clear();
-        continue;
-      }
+    python_common::for_each_str_item(obj, [&](const char* ks, PyObject* v) {
       rec.key(ks);
       add_pyobject(cap, rec, v, cap.stem(stem, ks), is_output, depth + 1);
-    }
+    });
     rec.end();
-  } else if (PySlice_Check(obj)) {
-    auto* s = reinterpret_cast<PySliceObject*>(obj);
-    rec.typed("slice");
-    rec.begin_list();
-    add_slice_part(rec, s->start);
-    add_slice_part(rec, s->stop);
-    add_slice_part(rec, s->step);
-    rec.end();
-  } else if (obj == Py_Ellipsis) {
-    rec.string("...");
   } else if (add_distributed_object(rec, obj)) {
   } else if (THPDtype_Check(obj)) {
     rec.typed("torch.dtype");

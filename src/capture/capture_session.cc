@@ -357,6 +357,7 @@ void CaptureSession::open_writer() {
   DumpHeader h;
   h.task = std::string(task_name(cfg_.task));
   h.level = std::string(level_name(cfg_.level));
+  h.framework = framework_;
   if (cfg_.task == Task::kTensor) h.dump_data_dir = writer_dir_ + "/dump_tensor_data";
   std::string json = writer_dir_ + "/dump.json";
   if (!base::file_exists(json)) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "capture/capture_config.h"
@@ -56,6 +57,10 @@ class CaptureSession {
     rank_dir_.clear();
   }
   int64_t rank() const { return rank_; }
+  // dump.json's "framework" ("pytorch" unless a front says otherwise: "mindspore"). Call before
+  // start(); a step reopened from its files keeps the header they were written with.
+  void set_framework(std::string framework) { framework_ = std::move(framework); }
+  const std::string& framework() const { return framework_; }
   void set_step(int64_t step);  // msprobe set_init_step
   int64_t step() const { return step_; }
 
@@ -123,6 +128,7 @@ class CaptureSession {
 
   CaptureConfig cfg_;
   int64_t rank_ = -1;
+  std::string framework_ = "pytorch";
   int64_t step_ = 0;
   bool started_ = false;
   std::atomic<bool> active_{false};

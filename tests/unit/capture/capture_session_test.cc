@@ -262,6 +262,23 @@ TEST(CaptureSession, HeaderFollowsTheConfig) {
   EXPECT_FALSE(d.dump_data_dir().has_value());
 }
 
+// The MindSpore front names its framework; a step reopened by a second start() keeps it.
+TEST(CaptureSession, HeaderNamesTheFrontsFramework) {
+  std::string dir = scratch_dir("capture_session_framework");
+  CaptureSession s(config_in(dir));
+  s.set_framework("mindspore");
+  s.start();
+  s.submit(entry("Cell.fc.Dense.forward.0"));
+  s.stop();
+  s.start();
+  s.submit(entry("Functional.gelu.0.forward"));
+  s.stop();
+  numprobe::DumpFile d = numprobe::read_dump_json(dir + "/dump/step0/" + kProc + "/dump.json");
+  EXPECT_EQ(d.framework_name(), "mindspore");
+  EXPECT_EQ(d.framework(), numprobe::Framework::kMindSpore);
+  EXPECT_EQ(d.entries.size(), 2u);
+}
+
 TEST(CaptureSession, RankDirectory) {
   std::string dir = scratch_dir("capture_session_rank");
   CaptureSession s(config_in(dir));

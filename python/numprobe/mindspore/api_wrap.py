@@ -1,0 +1,121 @@
+"""Levels L1 and mix: MindSpore's APIs replaced by recording wrappers while capture is installed.
+
+``mindspore.ops`` functions, ``mindspore.mint`` and ``mint.nn.functional`` functions are replaced in
+their modules, ``Tensor`` methods on the class, and the primitives a model's cells hold (``nn.Dense``'s
+``MatMul``) get a subclass whose ``__call__`` records (as msprobe does: ``Primitive.<attribute>.
+<Class>.<n>``). Everything is put back by ``uninstall``. A wrapper costs one flag check while capture
+is stopped.
+"""
+import functools
+
+from mindspore import Tensor, mint, ops
+from mindspore.ops.primitive import Primitive
+
+from . import api_list
+from .recorder import backward_name_of
+
+
+def _namespaces():
+    from mindspore.mint.nn import functional as mint_functional
+    return [("Functional", ops, api_list.OPS), ("Mint", mint, api_list.MINT),
+            ("MintFunctional", mint_functional, api_list.MINT_FUNCTIONAL)]
+
+
+def _call(recorder, prefix, api, orig, args, kwargs):
+    """One API call: counted, maybe recorded, with its backward hooked."""
+    session = recorder.session
+    if recorder.busy or not session.active():
+        return orig(*args, **kwargs)
+    key = f"{prefix}.{api}"
+    base = f"{key}.{session.next_count(key)}"
+    forward_name = base + ".forward"
+    parent = recorder.parent()
+    if not recorder.selected(forward_name):
+        recorder.enter()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            recorder.leave()
+    hook = None
+    if not api_list.is_in_place(api):
+        hook = recorder.grad_hook(base + ".backward", backward_name_of(parent))
+    recorder.enter()
+    try:
+        if hook is not None:
+            args = hook(tuple(args))
+        out = orig(*args, **kwargs)
+        recorder.record_forward(forward_name, args, kwargs, out, parent)
+        if hook is not None and isinstance(out, (Tensor, tuple)):
+            out = hook(out)
+    finally:
+        recorder.leave()
+    return out
+
+
+def _wrapper(recorder, prefix, api, orig):
+    @functools.wraps(orig)
+    def wrapped(*args, **kwargs):
+        return _call(recorder, prefix, api, orig, args, kwargs)
+    wrapped.__numprobe_original__ = orig
+    return wrapped
+
+
+class ApiWrapper:
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self._restore = []  # (owner, name, original)
+        self._primitives = []  # (instance, original class)
+
+    def install(self, model=None):
+        for prefix, module, names in _namespaces():
+            for name in names:
+                orig = getattr(module, name, None)
+                if callable(orig):
+                    self._replace(module, name, _wrapper(self.recorder, prefix, name, orig))
+        for name in api_list.TENSOR:
+            orig = getattr(Tensor, name, None)
+            if callable(orig):
+                self._replace(Tensor, name, _wrapper(self.recorder, "Tensor", name, orig))
+        if model is not None:
+            self._wrap_primitives(model)
+
+    def _replace(self, owner, name, new):
+        # Only what the owner itself defines is restored by assignment; an inherited method
+        # (Tensor's from its C++ base) is restored by deleting the override.
+        had_own = name in vars(owner)
+        self._restore.append((owner, name, vars(owner)[name] if had_own else None, had_own))
+        setattr(owner, name, new)
+
+    def _wrap_primitives(self, model):
+        seen = set()
+        for _, cell in model.cells_and_names():
+            for attr, value in vars(cell).items():
+                if isinstance(value, Primitive) and id(value) not in seen:
+                    seen.add(id(value))
+                    self._wrap_primitive(attr, value)
+
+    def _wrap_primitive(self, attr, prim):
+        cls = prim.__class__
+        recorder = self.recorder
+        api = f"{attr}.{cls.__name__}"
+        orig_call = cls.__call__
+
+        def __call__(self_, *args, **kwargs):
+            return _call(recorder, "Primitive", api,
+                         lambda *a, **k: orig_call(self_, *a, **k), args, kwargs)
+
+        prim.__class__ = type(cls.__name__, (cls,), {"__call__": __call__,
+                                                     "__module__": cls.__module__})
+        self._primitives.append((prim, cls))
+
+    def uninstall(self):
+        for owner, name, orig, had_own in reversed(self._restore):
+            if had_own:
+                setattr(owner, name, orig)
+            else:
+                delattr(owner, name)
+        self._restore = []
+        for prim, cls in self._primitives:
+            prim.__class__ = cls
+        self._primitives = []
+
