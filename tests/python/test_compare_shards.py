@@ -98,7 +98,10 @@ def test_mpirun_two_ranks_shard_and_merge_by_themselves(pair, unsharded, tmp_pat
                     OMPI_MCA_plm_rsh_agent="")
     p = subprocess.run([mpirun, "--oversubscribe", "-np", "2", str(CLI), "compare", "-t", str(pair[0]),
                         "-g", str(pair[1]), "-o", str(tmp_path), "--shard", "auto", "--merge",
-                        "--merge-timeout", "120"], capture_output=True, text=True, env=env, timeout=300)
+                        "--merge-timeout", "120"], capture_output=True, text=True, env=env, timeout=300,
+                       # mpirun forwards the two ranks' output in chunks: a chunk boundary may
+                       # split a UTF-8 character (the report's "·") between two ranks' bytes.
+                       errors="replace")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE" in p.stdout
     assert "merged 2 shards of 2" in p.stdout
