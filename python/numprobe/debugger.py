@@ -208,8 +208,10 @@ class PrecisionDebugger:
         self.task = self._engine.task()
         self._model = model
         self._hooked = set()
-        self._handles = []
+        self._hook_specs = []  # (module, ModuleRecorder, ParamGradRecorder or None, params)
+        self._handles = []  # registered only while a selected step captures (_attach_hooks)
         self._recorders = []
+        self._recorders_used = False
         self._mode = None
         self._direct_entry = None
         self._started = False
@@ -241,13 +243,16 @@ class PrecisionDebugger:
                 self._hook_model(model)
         self._engine.start()
         self._started = True
+        self._attach_hooks()
         self._push_mode()
 
     def stop(self):
         """Stops capturing. The step's files are assembled by the writer thread while training
         goes on: they are complete after flush(), close() or the end of the process (a crash
-        leaves the journal, which `numprobe recover` and every numprobe reader assemble)."""
+        leaves the journal, which `numprobe recover` and every numprobe reader assemble).
+        The module hooks come off here: code after stop() runs the model without them."""
         self._pop_mode()
+        self._detach_hooks()
         self._started = False
         self._engine.stop()
 
@@ -255,9 +260,16 @@ class PrecisionDebugger:
         was_started = self._started
         self._pop_mode()
         self._engine.step()
-        for r in self._recorders:
-            r.reset()
+        if self._recorders_used:  # recorders that never ran since the last reset hold nothing
+            for r in self._recorders:
+                r.reset()
+            self._recorders_used = bool(self._handles)
         if was_started:
+            # start() without stop(): the next step may or may not be selected
+            if self._engine.dumping():
+                self._attach_hooks()
+            else:
+                self._detach_hooks()
             self._push_mode()
 
     def forward_backward_dump_end(self):
@@ -349,9 +361,7 @@ class PrecisionDebugger:
             if hasattr(getattr(module, api), "_numprobe_original"):
                 self.restore_custom_api(module, api)
         self._custom.clear()
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
+        self._detach_hooks()
         self._engine.close()
         self._engine = None
         if PrecisionDebugger._instance is self:
@@ -429,35 +439,65 @@ class PrecisionDebugger:
 
     def _hook_model(self, model):
         models = list(enumerate(model)) if isinstance(model, (list, tuple)) else [(None, model)]
+        added = False
         for index, m in models:
             if id(m) in self._hooked:
                 continue
             self._hooked.add(id(m))
+            added = True
             for name, module in m.named_modules():
                 if not name:
                     continue  # msprobe skips the root module
                 path = name if index is None else f"{index}.{name}"
-                self._hook_module(f"Module.{path}.{type(module).__name__}", module)
+                self._add_module_recorders(f"Module.{path}.{type(module).__name__}", module)
+        if added and self._handles:  # a new model while hooks are on: start() registers all again
+            self._detach_hooks()
 
-    def _hook_module(self, entry_prefix, module):
+    def _add_module_recorders(self, entry_prefix, module):
+        """The recorders of one module, made once: their names and per-module call stacks live
+        as long as the debugger. Their hooks are registered by _attach_hooks."""
         rec = _C.ModuleRecorder(entry_prefix)
         self._recorders.append(rec)
-        if _PRE_HOOK_KWARGS:
-            # torch >= 2 hands the call's keyword arguments to hooks: recorded, as msprobe 26 does
-            # (nn.MultiheadAttention's need_weights, attn_mask, ...).
-            self._handles.append(module.register_forward_pre_hook(rec.forward_pre, with_kwargs=True))
-        else:
-            self._handles.append(module.register_forward_pre_hook(rec.forward_pre))
-        self._handles.append(module.register_forward_hook(rec.forward))
-        _patch_backward_hook()
-        self._handles.append(module.register_full_backward_hook(rec.backward))
         params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
+        grad_rec = None
         if params:
             grad_rec = _C.ParamGradRecorder(entry_prefix, len(params))
             self._recorders.append(grad_rec)
+        self._hook_specs.append((module, rec, grad_rec, params))
+
+    def _attach_hooks(self):
+        """Registers the module hooks while a selected step captures, and only then: torch runs a
+        module that has any hook through its slow path (and, for a full backward hook, two
+        autograd Functions and BackwardHook's Python code per call), so hooks that only checked
+        "not dumping" cost 2.8x a small model's step on every step that is not dumped. Hooks
+        registered again after the user registered their own run after the user's."""
+        if self._handles or not self._hook_specs or not self._engine.dumping():
+            return
+        _patch_backward_hook()
+        handles = self._handles
+        for module, rec, grad_rec, params in self._hook_specs:
+            if _PRE_HOOK_KWARGS:
+                # torch >= 2 hands the call's keyword arguments to hooks: recorded, as msprobe 26
+                # does (nn.MultiheadAttention's need_weights, attn_mask, ...).
+                handles.append(module.register_forward_pre_hook(rec.forward_pre, with_kwargs=True))
+            else:
+                handles.append(module.register_forward_pre_hook(rec.forward_pre))
+            handles.append(module.register_forward_hook(rec.forward))
+            handles.append(module.register_full_backward_hook(rec.backward))
             for pname, p in params:
-                self._handles.append(p.register_hook(functools.partial(_param_hook, grad_rec,
-                                                                       pname)))
+                handles.append(p.register_hook(functools.partial(_param_hook, grad_rec, pname)))
+        self._recorders_used = True
+
+    def _detach_hooks(self):
+        """Removes the module hooks (stop(), an unselected step, close()). A forward already run
+        keeps its backward hooks in the autograd graph (torch binds them at the call); they record
+        nothing once capture has stopped, as before. A module left mid-forward (stop() inside a
+        forward) loses its forward hook: its entry is forgotten at the next step()."""
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        if self._recorders_used:
+            _C.clear_module_stack()
 
 
 _PRE_HOOK_KWARGS = "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
