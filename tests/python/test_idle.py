@@ -64,7 +64,8 @@ def _hooks_left(model):
             if getattr(m, kind, None):
                 left.append(f"{name or '<root>'}.{kind}")
     for name, p in model.named_parameters():
-        if getattr(p, "_backward_hooks", None):
+        # an empty dict counts: it keeps a C++ pre-hook that walks it in every backward
+        if getattr(p, "_backward_hooks", None) is not None:
             left.append(f"{name}._backward_hooks")
     return left
 
