@@ -305,8 +305,9 @@ def msprobe_child(model_name, level, variant, rounds, steps):
 
 
 def msprobe_ratio(model_name, level, variant, rounds, steps):
-    """msprobe's ratio from a child process, or None where msprobe is not importable here."""
-    if not HAVE_MSPROBE:
+    """msprobe's ratio from a child process, or None where msprobe is not importable here. None
+    at L2 too: msprobe's PyTorch L2 is a kernel dump on Ascend devices, not aten ops."""
+    if not HAVE_MSPROBE or level == "L2":
         return None
     import subprocess
     cmd = [sys.executable, os.path.abspath(__file__), f"--msprobe-child={model_name},{level},{variant}",
