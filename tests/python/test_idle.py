@@ -147,3 +147,32 @@ def test_start_without_stop_follows_the_selection(tmp_path):
         names = set(json.load(f)["data"])
     assert {"Module.1.act.GELU.forward.0", "Module.1.act.GELU.backward.0",
             "Module.2.Linear.parameters_grad.0"} <= names
+
+
+def test_stop_inside_a_forward_leaves_no_stale_parent(tmp_path):
+    """stop() inside a module's forward takes its forward hook off before it runs, so that module
+    never leaves the stack of enclosing modules; the next dumped step's modules must not be
+    parented by it (construct.json)."""
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path / "d", level="mix", step=[0, 1])
+
+    class Stopper(torch.nn.Module):
+        def forward(self, x):
+            if dbg.current_step == 0:
+                dbg.stop()
+            return x * 2
+
+    model = torch.nn.Sequential(Stopper(), torch.nn.Linear(8, 2))
+    x = torch.randn(3, 8)
+    try:
+        for _ in range(2):
+            dbg.start(model)
+            model(x).sum().backward()
+            dbg.stop()
+            dbg.step()
+        dbg.flush()
+    finally:
+        dbg.close()
+    with open(rank_dir(tmp_path / "d" / "step1") / "construct.json") as f:
+        construct = json.load(f)
+    assert construct["Module.1.Linear.forward.0"] is None, construct
+    assert construct["Module.0.Stopper.forward.0"] is None, construct
