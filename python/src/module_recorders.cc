@@ -274,6 +274,9 @@ namespace numprobe::python {
 
 void register_module_recorders(pybind11::module_& m) {
   m.def("allow_inplace_on_views", [](py::handle obj) { allow_inplace_on_views(obj); });
+  // The module hooks come off at stop(): a module left mid-forward would keep its name on the
+  // stack of enclosing modules (its forward hook pops it) and parent the next step's entries.
+  m.def("clear_module_stack", [] { TorchCapture::module_stack().clear(); });
   py::class_<ModuleRecorder>(m, "ModuleRecorder")
       .def(py::init<std::string>())
       .def("forward_pre", &ModuleRecorder::forward_pre, py::arg("module"), py::arg("args"),

@@ -14,7 +14,8 @@ inline constexpr const char* kEnvSummaryFile = "numprobe_env.json";
 // (without braces, "" for none), from the front that knows them (Python's version and seeds).
 std::string environment_summary_json(const std::string& runtime, const std::string& extra);
 
-// Writes <rank_dir>/numprobe_env.json unless it exists. Throws Error naming the file.
+// Writes <rank_dir>/numprobe_env.json unless it exists (tmp then rename, no fsync). Throws Error
+// naming the file.
 void write_environment_summary(const std::string& rank_dir, const std::string& runtime,
                                const std::string& extra);
 
