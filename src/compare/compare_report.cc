@@ -385,6 +385,39 @@ void write_pair_summary(base::PyJsonWriter& w, const PairResult& p) {
   w.begin_array();
   for (const FirstDivergence& f : p.suspects) write_suspect(w, p, f);
   w.end_array();
+  // Modules whose runs call other APIs (implementation_differs), judged as a whole.
+  w.key("implementations");
+  w.begin_array();
+  for (const ImplementationDiffers& d : p.implementations) {
+    w.begin_object();
+    w.key("module");
+    w.string_value(d.module);
+    w.key("golden_module");
+    w.string_value(d.golden_module);
+    w.key("reason");
+    w.string_value("implementation_differs");
+    w.key("verdict");
+    w.string_value(d.diverges ? "diverges" : "agrees");
+    auto number = [&](const char* k, double v) {
+      w.key(k);
+      if (std::isfinite(v))
+        w.float_value(v);
+      else
+        w.string_value("inf");
+    };
+    number("output_discrepancy", d.output_discrepancy);
+    number("tolerance", d.tolerance);
+    for (const auto& [k, calls] :
+         {std::pair<const char*, const std::vector<std::string>*>{"target_calls", &d.target_calls},
+          {"golden_calls", &d.golden_calls}}) {
+      w.key(k);
+      w.begin_array();
+      for (const std::string& c : *calls) w.string_value(c);
+      w.end_array();
+    }
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
 }
 

@@ -5,6 +5,7 @@
 #include "api_signature.h"
 #include "format/entry_name.h"
 #include "numprobe/compare/pair.h"
+#include "pair_scope.h"
 
 namespace numprobe {
 namespace {
@@ -67,10 +68,22 @@ const char* match_kind_name(MatchKind k) {
 
 namespace {
 
+bool module_entry(const DumpFile& d, size_t i) {
+  return parse_entry_name(d.entry_name(i)).is_module;
+}
+
 // Stages 0-2: the plan's pairs, exact names, renumbering. `closed` receives the target entries
-// the plan keeps unmatched.
+// the plan keeps unmatched. With scopes, exact names and renumbering pair module entries only;
+// API entries then pair inside the module instances paired with their own (pair_scope.h), and
+// `keys` receives each entry's scope key for the later stages.
 EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const MappingPlan* plan,
-                          std::vector<bool>& closed) {
+                          std::vector<bool>& closed, const EntryScopes* scopes = nullptr,
+                          ScopeKeys* keys = nullptr) {
+  const bool scoped = scopes && !scopes->empty() &&
+                      scopes->target.size() == target.entries.size() &&
+                      scopes->golden.size() == golden.entries.size();
+  // Entries the name stages leave to the scoped stage.
+  auto later = [&](size_t i) { return scoped && !module_entry(target, i); };
   EntryPairing p;
   p.golden_of.assign(target.entries.size(), -1);
   p.how.assign(target.entries.size(), MatchKind::kUnmatched);
@@ -91,7 +104,7 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
   std::unordered_map<std::string_view, uint32_t> by_name;
   for (uint32_t i = 0; i < golden.entries.size(); ++i) by_name.emplace(golden.entry_name(i), i);
   for (size_t i = 0; i < target.entries.size(); ++i) {
-    if (closed[i] || p.golden_of[i] >= 0) continue;
+    if (closed[i] || p.golden_of[i] >= 0 || later(i)) continue;
     auto it = by_name.find(target.entry_name(i));
     if (it != by_name.end() && !used[it->second]) {
       p.golden_of[i] = it->second;
@@ -112,11 +125,11 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
   }
   std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
   for (uint32_t i = 0; leftovers && i < golden.entries.size(); ++i) {
-    if (!used[i]) golden_calls[go[i]].push_back(i);
+    if (!used[i] && !(scoped && !module_entry(golden, i))) golden_calls[go[i]].push_back(i);
   }
   std::unordered_map<std::string, size_t> next;
   for (size_t i = 0; leftovers && i < target.entries.size(); ++i) {
-    if (p.golden_of[i] >= 0 || closed[i]) continue;
+    if (p.golden_of[i] >= 0 || closed[i] || later(i)) continue;
     auto it = golden_calls.find(to[i]);
     if (it == golden_calls.end()) continue;
     size_t& k = next[to[i]];
@@ -127,19 +140,37 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
       used[g] = true;
     }
   }
+  ScopeKeys none;
+  ScopeKeys& sk = keys ? *keys : none;
+  if (scoped) {
+    if (to.empty()) {
+      to = op_keys(target);
+      go = op_keys(golden);
+      for (size_t i = 0; planned && i < to.size(); ++i)
+        if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
+    }
+    sk = scope_keys(*scopes, p, used);
+    std::vector<bool> open(target.entries.size(), false);
+    for (size_t i = 0; i < open.size(); ++i) open[i] = later(i) && !closed[i] && p.golden_of[i] < 0;
+    pair_within_modules(target, golden, sk, to, go, open, p, used);
+  }
   // Aliases: the n-th leftover call of an op pairs with the n-th leftover call of the same op
-  // under another namespace (alias_key).
+  // under another namespace (alias_key), inside the same pair of module instances.
+  auto scope_of = [&](const std::vector<int64_t>& k, size_t i) -> int64_t {
+    return i < k.size() ? k[i] : -1;
+  };
   if (leftovers) {
     std::unordered_map<std::string, std::vector<uint32_t>> alias_calls;
     for (uint32_t i = 0; i < golden.entries.size(); ++i) {
       if (used[i]) continue;
       std::string k = alias_key(golden.entry_name(i));
-      if (!k.empty()) alias_calls[std::move(k)].push_back(i);
+      if (!k.empty()) alias_calls[std::to_string(scope_of(sk.golden, i)) + ':' + k].push_back(i);
     }
     std::unordered_map<std::string, size_t> alias_next;
     for (size_t i = 0; !alias_calls.empty() && i < target.entries.size(); ++i) {
       if (p.golden_of[i] >= 0 || closed[i]) continue;
       std::string k = alias_key(target.entry_name(i));
+      if (!k.empty()) k = std::to_string(scope_of(sk.target, i)) + ':' + k;
       auto it = k.empty() ? alias_calls.end() : alias_calls.find(k);
       if (it == alias_calls.end()) continue;
       size_t& n = alias_next[k];
@@ -170,6 +201,7 @@ namespace {
 // its tensor rows ("in:[2,3]f32;out:[2,3]f32").
 struct EntryShape {
   Direction direction = Direction::kUnknown;
+  int64_t scope = -1;  // ScopeKeys: entries inside other module pairs never pair
   std::string op;
   std::string signature;
 };
@@ -199,7 +231,7 @@ std::vector<EntryShape> entry_shapes(const DumpFile& d, const std::vector<Compar
 
 // 0 = never pair. Same op and same signature beats either alone.
 int fuzzy_score(const EntryShape& t, const EntryShape& g) {
-  if (t.direction != g.direction) return 0;
+  if (t.direction != g.direction || t.scope != g.scope) return 0;
   int s = 0;
   if (t.op == g.op) s += 3;
   if (!t.signature.empty() && t.signature == g.signature) s += 2;
@@ -291,14 +323,18 @@ void pair_by_signature(std::vector<RowPair>& out, size_t first,
 
 EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
                           const std::vector<CompareRow>& target_rows,
-                          const std::vector<CompareRow>& golden_rows, const MappingPlan* plan) {
+                          const std::vector<CompareRow>& golden_rows, const MappingPlan* plan,
+                          const EntryScopes* scopes) {
   std::vector<bool> closed;
-  EntryPairing p = pair_by_name(target, golden, plan, closed);
+  ScopeKeys keys;
+  EntryPairing p = pair_by_name(target, golden, plan, closed, scopes, &keys);
   if (p.golden_only.empty()) return p;
   std::vector<bool> used(golden.entries.size(), true);
   for (uint32_t g : p.golden_only) used[g] = false;
-  const auto tsh = entry_shapes(target, target_rows);
-  const auto gsh = entry_shapes(golden, golden_rows);
+  auto tsh = entry_shapes(target, target_rows);
+  auto gsh = entry_shapes(golden, golden_rows);
+  for (size_t i = 0; i < keys.target.size() && i < tsh.size(); ++i) tsh[i].scope = keys.target[i];
+  for (size_t i = 0; i < keys.golden.size() && i < gsh.size(); ++i) gsh[i].scope = keys.golden[i];
   // Windows between anchors: the leftover target entries after anchor k and before anchor k+1
   // align with the leftover golden entries between the anchors' golden positions. Anchors that
   // break golden order (a renumbered pair crossing another) are skipped.

@@ -1,0 +1,31 @@
+// Pairing inside module instances (pair.h, EntryScopes): the stage of pair_entries that pairs API
+// entries within the module instance paired with their own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "numprobe/compare/pair.h"
+
+namespace numprobe {
+
+// Per entry: the golden entry index of the innermost enclosing module that is paired (for a golden
+// entry: its own innermost paired enclosing module), -1 at the top. Two entries with the same key
+// sit inside the same pair of module instances. `p` holds the module pairs already made; `used`
+// marks the golden entries paired so far.
+struct ScopeKeys {
+  std::vector<int64_t> target, golden;
+};
+ScopeKeys scope_keys(const EntryScopes& s, const EntryPairing& p, const std::vector<bool>& used);
+
+// Pairs the open API entries (`open[i]`) inside each pair of module instances: for every op key
+// (op and direction, `target_keys`/`golden_keys`), the n-th call inside the target module with the
+// n-th call inside the golden one, or by name when both sides hold the same names there (counters
+// that did not shift). kExact when the names agree, else kRenumbered.
+void pair_within_modules(const DumpFile& target, const DumpFile& golden, const ScopeKeys& keys,
+                         const std::vector<std::string>& target_keys,
+                         const std::vector<std::string>& golden_keys, const std::vector<bool>& open,
+                         EntryPairing& p, std::vector<bool>& used);
+
+}  // namespace numprobe
