@@ -50,6 +50,13 @@ bool replaced(const std::vector<std::string>& a, const std::vector<std::string>&
   return !only_a.empty() && !only_b.empty();
 }
 
+bool one_call_swapped(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size()) return false;
+  size_t differ = 0;
+  for (size_t k = 0; k < a.size(); ++k) differ += a[k] != b[k];
+  return differ <= 1;
+}
+
 // The first row of each entry (rows are contiguous per entry); rows.size() for none.
 std::vector<uint32_t> first_rows(const std::vector<CompareRow>& rows, size_t entries) {
   std::vector<uint32_t> first(entries, static_cast<uint32_t>(rows.size()));
@@ -110,6 +117,10 @@ std::vector<ImplementationRegion> implementation_regions(const PairResult& p) {
         (a == b ? reordered : other_arguments) = true;
       }
       if (!reordered || other_arguments) continue;
+    } else if (one_call_swapped(r.target_calls, r.golden_calls)) {
+      // One call for another in the same sequence (another activation): a change of that call,
+      // judged as one, where its arguments and outputs name it.
+      continue;
     } else if (!replaced(r.target_calls, r.golden_calls)) {
       // Calls only added or left out (a dropout left active, a residual add dropped, casts, a
       // mask one attention needs): judged call by call, where a structure finding names them.

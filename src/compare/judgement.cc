@@ -275,6 +275,7 @@ struct Judge {
     std::unordered_set<std::string> outputs;
     std::unordered_set<std::string> inputs;  // tensor inputs, to settle the calls that made them
     int64_t module = -1;                     // its enclosing module entry on its side
+    bool forward = false;
   };
   // Outputs of one-sided calls settled by settle_made_for_none, per side.
   std::unordered_set<std::string> settled_target, settled_golden;
@@ -426,7 +427,7 @@ struct Judge {
       grew = false;
       for (size_t k = 0; k < one_sided.size(); ++k) {
         const OneSided& o = one_sided[k];
-        if (o.target_side != target_side || modules.count(o.module) ||
+        if (o.target_side != target_side || !o.forward || modules.count(o.module) ||
             std::none_of(o.outputs.begin(), o.outputs.end(),
                          [&](const std::string& out) { return wanted.count(out); }))
           continue;
@@ -439,7 +440,7 @@ struct Judge {
     // The other calls only that run made in the same module belong to the same choice (the
     // positions and ranges the mask was built from).
     auto mine = [&](const OneSided& o) {
-      return o.target_side == target_side && modules.count(o.module) != 0;
+      return o.target_side == target_side && o.forward && modules.count(o.module) != 0;
     };
     for (const OneSided& o : one_sided)
       if (mine(o)) before.insert(o.outputs.begin(), o.outputs.end());
@@ -558,6 +559,7 @@ struct Judge {
         o.position = position;
         o.regime = regime;
         o.target_side = !g.golden_only;
+        o.forward = dir == Direction::kForward;
         const auto& modules = o.target_side ? target_modules : golden_modules;
         if (g.entry < modules.size()) o.module = modules[g.entry];
         for (size_t i = g.begin; i < g.end; ++i) {
@@ -637,7 +639,7 @@ struct Judge {
       // when it is a forward input, else a gradient only one run computes (a detach).
       const bool t_none = t.kind == RowKind::kNone, g_none = gr.kind == RowKind::kNone;
       if (structural && t_none != g_none && (t_none ? gr.kind : t.kind) == RowKind::kTensor) {
-        if (settle_made_for_none(t_none ? gr : t, !t_none)) continue;
+        if (in && forward && settle_made_for_none(t_none ? gr : t, !t_none)) continue;
         if (in && forward) {
           if (!args) args = &r;
         } else if (!missing) {

@@ -152,7 +152,12 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
     sk = scope_keys(*scopes, p, used);
     std::vector<bool> open(target.entries.size(), false);
     for (size_t i = 0; i < open.size(); ++i) open[i] = later(i) && !closed[i] && p.golden_of[i] < 0;
-    pair_within_modules(target, golden, sk, to, go, open, p, used);
+    std::vector<std::string_view> names(target.entries.size());
+    for (size_t i = 0; i < names.size(); ++i)
+      names[i] = planned && i < plan->renamed.size() && !plan->renamed[i].empty()
+                     ? std::string_view(plan->renamed[i])
+                     : target.entry_name(i);
+    pair_within_modules(target, golden, sk, to, go, names, open, p, used);
   }
   // Aliases: the n-th leftover call of an op pairs with the n-th leftover call of the same op
   // under another namespace (alias_key), inside the same pair of module instances.

@@ -31,6 +31,14 @@ std::vector<int64_t> enclosing_modules(const DumpFile& d, const ConstructTable* 
   return out;
 }
 
+namespace {
+
+int64_t counter_of(std::string_view name) {
+  return parse_entry_name(name).index;
+}
+
+}  // namespace
+
 ScopeKeys scope_keys(const EntryScopes& s, const EntryPairing& p, const std::vector<bool>& used) {
   ScopeKeys k;
   k.target.assign(s.target.size(), -1);
@@ -58,8 +66,14 @@ ScopeKeys scope_keys(const EntryScopes& s, const EntryPairing& p, const std::vec
 
 void pair_within_modules(const DumpFile& target, const DumpFile& golden, const ScopeKeys& keys,
                          const std::vector<std::string>& target_keys,
-                         const std::vector<std::string>& golden_keys, const std::vector<bool>& open,
-                         EntryPairing& p, std::vector<bool>& used) {
+                         const std::vector<std::string>& golden_keys,
+                         const std::vector<std::string_view>& target_names,
+                         const std::vector<bool>& open, EntryPairing& p, std::vector<bool>& used) {
+  auto take = [&](uint32_t t, uint32_t g) {
+    p.golden_of[t] = g;
+    p.how[t] = target_names[t] == golden.entry_name(g) ? MatchKind::kExact : MatchKind::kRenumbered;
+    used[g] = true;
+  };
   using Bucket = std::pair<int64_t, std::string_view>;  // (paired module, op key)
   std::map<Bucket, std::vector<uint32_t>> t_calls, g_calls;
   for (uint32_t i = 0; i < target.entries.size(); ++i)
@@ -71,27 +85,41 @@ void pair_within_modules(const DumpFile& target, const DumpFile& golden, const S
     auto it = g_calls.find(bucket);
     if (it == g_calls.end()) continue;
     const std::vector<uint32_t>& gs = it->second;
-    // The same names on both sides: counters did not shift here, pair by name (what the n-th call
-    // gives too, unless a dump left numbers out). Otherwise by call order inside the module.
-    bool same_names = ts.size() == gs.size();
-    if (same_names) {
-      std::vector<std::string_view> a, b;
-      for (uint32_t t : ts) a.push_back(target.entry_name(t));
-      for (uint32_t g : gs) b.push_back(golden.entry_name(g));
-      std::sort(a.begin(), a.end());
-      std::sort(b.begin(), b.end());
-      same_names = a == b;
+    // Call counters count every call of the op in the step, so an op called more or less often
+    // elsewhere shifts them all by the same amount inside this module, while a backward entry
+    // keeps its forward's counter whatever backward calls are missing around it. The shift that
+    // lines up most calls pairs them (ties: none); calls left over pair in call order.
+    std::unordered_map<int64_t, uint32_t> by_counter;
+    for (uint32_t g : gs) by_counter.emplace(counter_of(golden.entry_name(g)), g);
+    std::vector<int64_t> shifts{0};
+    for (size_t n = 0; n < ts.size() && n < gs.size() && shifts.size() < 64; ++n) {
+      const int64_t d = counter_of(golden.entry_name(gs[n])) - counter_of(target_names[ts[n]]);
+      if (std::find(shifts.begin(), shifts.end(), d) == shifts.end()) shifts.push_back(d);
     }
-    std::unordered_map<std::string_view, uint32_t> by_name;
-    if (same_names)
-      for (uint32_t g : gs) by_name.emplace(golden.entry_name(g), g);
-    for (size_t n = 0; n < ts.size() && (same_names || n < gs.size()); ++n) {
-      const uint32_t t = ts[n];
-      const uint32_t g = same_names ? by_name.at(target.entry_name(t)) : gs[n];
-      p.golden_of[t] = g;
-      p.how[t] =
-          target.entry_name(t) == golden.entry_name(g) ? MatchKind::kExact : MatchKind::kRenumbered;
-      used[g] = true;
+    int64_t best = 0;
+    size_t best_hits = 0;
+    for (int64_t d : shifts) {
+      size_t hits = 0;
+      for (uint32_t t : ts) hits += by_counter.count(counter_of(target_names[t]) + d);
+      if (hits > best_hits) {
+        best = d;
+        best_hits = hits;
+      }
+    }
+    std::vector<uint32_t> left_t;
+    for (uint32_t t : ts) {
+      auto g = by_counter.find(counter_of(target_names[t]) + best);
+      if (best_hits == 0 || g == by_counter.end() || used[g->second]) {
+        left_t.push_back(t);
+        continue;
+      }
+      take(t, g->second);
+    }
+    size_t n = 0;
+    for (uint32_t t : left_t) {
+      while (n < gs.size() && used[gs[n]]) ++n;
+      if (n == gs.size()) break;
+      take(t, gs[n++]);
     }
   }
 }

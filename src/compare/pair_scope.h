@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "numprobe/compare/pair.h"
@@ -20,12 +21,14 @@ struct ScopeKeys {
 ScopeKeys scope_keys(const EntryScopes& s, const EntryPairing& p, const std::vector<bool>& used);
 
 // Pairs the open API entries (`open[i]`) inside each pair of module instances: for every op key
-// (op and direction, `target_keys`/`golden_keys`), the n-th call inside the target module with the
-// n-th call inside the golden one, or by name when both sides hold the same names there (counters
-// that did not shift). kExact when the names agree, else kRenumbered.
+// (op and direction, `target_keys`/`golden_keys`), the calls inside the target module with those
+// inside the golden one whose call counter differs by the shift that lines up most of them (0 when
+// nothing shifted), the rest in call order. `target_names`: the target's names as the golden side
+// would spell them (a mapping's rename). kExact when the names agree, else kRenumbered.
 void pair_within_modules(const DumpFile& target, const DumpFile& golden, const ScopeKeys& keys,
                          const std::vector<std::string>& target_keys,
-                         const std::vector<std::string>& golden_keys, const std::vector<bool>& open,
-                         EntryPairing& p, std::vector<bool>& used);
+                         const std::vector<std::string>& golden_keys,
+                         const std::vector<std::string_view>& target_names,
+                         const std::vector<bool>& open, EntryPairing& p, std::vector<bool>& used);
 
 }  // namespace numprobe
