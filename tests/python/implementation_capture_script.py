@@ -6,10 +6,11 @@ Cases and variants:
   implementation, one training step (torch 2.x lane only: transformers is not installed for 1.13);
 - rmsnorm handwritten|onecall: a small pre-norm MLP stack whose RMSNorm is written as
   x * rsqrt(mean(x^2) + eps) * w, or as one differently-written composite (x / sqrt(...));
-- optim plain|foreach|fused: an MLP trained two steps with Adam, the optimizer step captured inside
-  step 0 (torch 1.13 has no fused CPU Adam: `fused` there means foreach).
-fault `mlp_scale`: the last block's MLP down projection output is scaled by (1 + 1e-3) inside one
-extra call (llama: layer 1's mlp.down_proj; rmsnorm: block 1's fc2).
+- optim plain|foreach|fused: an MLP trained two steps with Adam, forward and backward dumped, the
+  optimizer step between the dumps (torch 1.13 has no fused CPU Adam: `fused` there means foreach);
+  fault `lr`: a learning rate 1 % higher.
+faults: llama `mlp_weight`: one row of layer 1's MLP down projection loaded x (1 + 1e-3); rmsnorm
+`mlp_scale`: block 1's fc2 output scaled by (1 + 1e-3) in a forward hook (one extra call).
 Each capture runs in its own process so nothing leaks between the two sides.
 """
 import sys
@@ -30,9 +31,9 @@ def llama(variant, fault):
                                    max_position_embeddings=64, bos_token_id=0, eos_token_id=0,
                                    attn_implementation=variant)
     model = transformers.LlamaForCausalLM(cfg)
-    if fault == "mlp_scale":
-        down = model.model.layers[1].mlp.down_proj
-        down.register_forward_hook(lambda m, i, o: o * (1 + 1e-3))
+    if fault == "mlp_weight":
+        with torch.no_grad():
+            model.model.layers[1].mlp.down_proj.weight[0] *= 1 + 1e-3
     ids = torch.randint(0, 128, (2, 16), generator=torch.Generator().manual_seed(1))
     return model, lambda: model(input_ids=ids, labels=ids).loss
 
@@ -105,9 +106,9 @@ def run_optim(variant, dump, fault):
     for _ in range(2):
         dbg.start(model)
         torch.nn.functional.cross_entropy(model(x), y).backward()
+        dbg.stop()
         opt.step()
         opt.zero_grad()
-        dbg.stop()
         dbg.step()
     dbg.close()
 
