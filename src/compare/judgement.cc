@@ -1011,8 +1011,7 @@ void judge_divergence(PairResult& p, double carried, const PairResult* previous)
   // Modules whose runs call other APIs are judged as a whole (implementation.h). One whose results
   // differ beyond noise gets its calls judged one by one after all (a dropout left active inside
   // it, casts to bf16 and back): the walk starts again without it.
-  const std::vector<ImplementationRegion> found =
-      structural ? implementation_regions(p) : std::vector<ImplementationRegion>{};
+  const std::vector<ImplementationRegion> found = implementation_regions(p);
   std::vector<bool> dissolved(found.size(), false);
   std::vector<double> worst(found.size(), 0), floor(found.size(), 0);
   const std::vector<EntryRows> groups = entry_groups(p);

@@ -86,3 +86,18 @@ def test_llama_eager_against_sdpa_attention(tmp_path):
     assert fd, "the fault was not seen"
     assert fd["module"] == "Module.model.layers.1.mlp.down_proj.Linear.forward.0", first(faulty)
     assert fd["entry"].startswith("Functional.linear.") and fd["reason"] == "parameters_differ"
+
+
+def test_mindspore_against_pytorch_layer_mapping(tmp_path, fixtures):
+    """msprobe's cross-framework fixture (13 MindSpore / 12 PyTorch entries) through its layer
+    mapping: pairs as before, and the embedding whose MindSpore cell calls logical_or where PyTorch
+    calls __or__ and an all_reduce is judged as a whole."""
+    d = fixtures / "cross_framework_ms_vs_pt"
+    p = subprocess.run([str(CLI), "compare", "-t", d / "mindspore_data", "-g", d / "pytorch_data",
+                        "-o", tmp_path, "-lm", d / "layer_mapping.yaml"], capture_output=True, text=True)
+    assert p.returncode in (0, 1), p.stderr
+    (pair,) = json.loads((tmp_path / "summary.json").read_text())["pairs"]
+    assert pair["matched"] == 32
+    (embedding,) = [i for i in pair["implementations"] if "VocabParallelEmbedding" in i["module"]]
+    assert embedding["target_calls"] == ["Mint.logical_or.forward"]
+    assert embedding["golden_calls"] == ["Tensor.__or__.forward", "Distributed.all_reduce.forward"]
