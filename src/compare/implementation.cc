@@ -3,22 +3,11 @@
 #include <algorithm>
 #include <iterator>
 
+#include "compare/pair_scope.h"
 #include "format/entry_name.h"
 
 namespace numprobe {
 namespace {
-
-// "Tensor.__mul__.forward" for Tensor.__mul__.3.forward.
-std::string call_name(std::string_view entry) {
-  const EntryName e = parse_entry_name(entry);
-  if (e.index < 0) return std::string(entry);
-  std::string k(e.prefix);
-  k += '.';
-  k += e.op;
-  k += '.';
-  k += direction_name(e.direction);
-  return k;
-}
 
 // What a call did, beyond its name: per row its direction, kind, shape and dtype.
 std::vector<std::string> call_rows(const std::vector<CompareRow>& rows,
@@ -101,8 +90,8 @@ std::vector<ImplementationRegion> implementation_regions(const PairResult& p) {
     r.golden_module = static_cast<uint32_t>(g);
     if (auto it = t_calls.find(m); it != t_calls.end()) r.target_entries = it->second;
     if (auto it = g_calls.find(g); it != g_calls.end()) r.golden_entries = it->second;
-    for (uint32_t e : r.target_entries) r.target_calls.push_back(call_name(td.entry_name(e)));
-    for (uint32_t e : r.golden_entries) r.golden_calls.push_back(call_name(gd.entry_name(e)));
+    for (uint32_t e : r.target_entries) r.target_calls.push_back(op_key(td.entry_name(e)));
+    for (uint32_t e : r.golden_entries) r.golden_calls.push_back(op_key(gd.entry_name(e)));
     if (r.target_calls == r.golden_calls) {
       // The same calls: a module whose calls take their arguments in another order (`w * y`
       // against `y * w`: the gradients come out in another order) is another implementation;

@@ -10,19 +10,6 @@
 namespace numprobe {
 namespace {
 
-// "Module.fc.Linear.parameters_grad" for Module.fc.Linear.parameters_grad.3: the op and direction
-// without the call counter.
-std::string op_key(std::string_view name) {
-  EntryName e = parse_entry_name(name);
-  if (e.index < 0) return std::string(name);
-  std::string k(e.prefix);
-  k += '.';
-  k += e.op;
-  k += '.';
-  k += direction_name(e.direction);
-  return k;
-}
-
 // The op under any of the namespaces one torch function is reachable from: nn.LSTM calls
 // torch._VF.lstm, which is torch.lstm (msprobe names it VF.lstm); an F.relu stored before msprobe
 // started calls torch.relu (Torch.relu), seen by numprobe as Functional.relu. "" for entries of

@@ -31,6 +31,17 @@ std::vector<int64_t> enclosing_modules(const DumpFile& d, const ConstructTable* 
   return out;
 }
 
+std::string op_key(std::string_view name) {
+  EntryName e = parse_entry_name(name);
+  if (e.index < 0) return std::string(name);
+  std::string k(e.prefix);
+  k += '.';
+  k += e.op;
+  k += '.';
+  k += direction_name(e.direction);
+  return k;
+}
+
 namespace {
 
 int64_t counter_of(std::string_view name) {

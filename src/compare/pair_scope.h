@@ -11,6 +11,10 @@
 
 namespace numprobe {
 
+// "Module.fc.Linear.parameters_grad" for Module.fc.Linear.parameters_grad.3: the op and direction
+// without the call counter (the name itself when it has none).
+std::string op_key(std::string_view name);
+
 // Per entry: the golden entry index of the innermost enclosing module that is paired (for a golden
 // entry: its own innermost paired enclosing module), -1 at the top. Two entries with the same key
 // sit inside the same pair of module instances. `p` holds the module pairs already made; `used`
