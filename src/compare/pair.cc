@@ -55,10 +55,6 @@ const char* match_kind_name(MatchKind k) {
 
 namespace {
 
-bool module_entry(const DumpFile& d, size_t i) {
-  return parse_entry_name(d.entry_name(i)).is_module;
-}
-
 // Stages 0-2: the plan's pairs, exact names, renumbering. `closed` receives the target entries
 // the plan keeps unmatched. With scopes, exact names and renumbering pair module entries only;
 // API entries then pair inside the module instances paired with their own (pair_scope.h), and
@@ -69,8 +65,6 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
   const bool scoped = scopes && !scopes->empty() &&
                       scopes->target.size() == target.entries.size() &&
                       scopes->golden.size() == golden.entries.size();
-  // Entries the name stages leave to the scoped stage.
-  auto later = [&](size_t i) { return scoped && !module_entry(target, i); };
   EntryPairing p;
   p.golden_of.assign(target.entries.size(), -1);
   p.how.assign(target.entries.size(), MatchKind::kUnmatched);
@@ -88,63 +82,78 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
       closed[i] = true;
     }
   }
+  // With scopes, API entries pair after the modules: forward ones inside their module pair,
+  // backward ones with the backward of the forward they belong to (both tools name it by the
+  // forward's counter; their construct.json parents of backward entries differ: msprobe puts a
+  // BatchNorm's backward under the ReLU backward that ran before it), the rest by name as before.
+  auto phase = [&](const DumpFile& d, size_t i) {
+    if (!scoped) return 0;
+    const EntryName e = parse_entry_name(d.entry_name(i));
+    if (e.is_module) return 0;
+    return e.direction == Direction::kForward ? 1 : e.direction == Direction::kBackward ? 2 : 0;
+  };
+  std::vector<int> t_phase(target.entries.size()), g_phase(golden.entries.size());
+  for (size_t i = 0; i < t_phase.size(); ++i) t_phase[i] = phase(target, i);
+  for (size_t i = 0; i < g_phase.size(); ++i) g_phase[i] = phase(golden, i);
   std::unordered_map<std::string_view, uint32_t> by_name;
   for (uint32_t i = 0; i < golden.entries.size(); ++i) by_name.emplace(golden.entry_name(i), i);
-  for (size_t i = 0; i < target.entries.size(); ++i) {
-    if (closed[i] || p.golden_of[i] >= 0 || later(i)) continue;
-    auto it = by_name.find(target.entry_name(i));
-    if (it != by_name.end() && !used[it->second]) {
-      p.golden_of[i] = it->second;
-      p.how[i] = MatchKind::kExact;
-      used[it->second] = true;
-    }
-  }
-  // Renumbering: the n-th call of an op pairs with the n-th call of the same op, among entries
-  // the earlier stages left over. A renamed entry counts as a call of its golden-side op.
   const bool leftovers = std::count(used.begin(), used.end(), false) > 0 &&
                          std::count(p.how.begin(), p.how.end(), MatchKind::kUnmatched) > 0;
-  std::vector<std::string> to, go;
-  if (leftovers) {
-    to = op_keys(target);
-    go = op_keys(golden);
-    for (size_t i = 0; planned && i < to.size(); ++i)
-      if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
-  }
-  std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
-  for (uint32_t i = 0; leftovers && i < golden.entries.size(); ++i) {
-    if (!used[i] && !(scoped && !module_entry(golden, i))) golden_calls[go[i]].push_back(i);
-  }
-  std::unordered_map<std::string, size_t> next;
-  for (size_t i = 0; leftovers && i < target.entries.size(); ++i) {
-    if (p.golden_of[i] >= 0 || closed[i] || later(i)) continue;
-    auto it = golden_calls.find(to[i]);
-    if (it == golden_calls.end()) continue;
-    size_t& k = next[to[i]];
-    if (k < it->second.size()) {
-      uint32_t g = it->second[k++];
-      p.golden_of[i] = g;
-      p.how[i] = MatchKind::kRenumbered;
-      used[g] = true;
+  std::vector<std::string> to = op_keys(target), go = op_keys(golden);
+  for (size_t i = 0; planned && i < to.size(); ++i)
+    if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
+  // Exact names, then renumbering: the n-th call of an op pairs with the n-th call of the same op,
+  // among entries the earlier stages left over. A renamed entry counts as a call of its
+  // golden-side op. Only entries of the given phase.
+  auto by_names = [&](int which) {
+    for (size_t i = 0; i < target.entries.size(); ++i) {
+      if (closed[i] || p.golden_of[i] >= 0 || t_phase[i] != which) continue;
+      auto it = by_name.find(target.entry_name(i));
+      if (it != by_name.end() && !used[it->second] && g_phase[it->second] == which) {
+        p.golden_of[i] = it->second;
+        p.how[i] = MatchKind::kExact;
+        used[it->second] = true;
+      }
     }
-  }
+    if (!leftovers) return;
+    std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
+    for (uint32_t i = 0; i < golden.entries.size(); ++i)
+      if (!used[i] && g_phase[i] == which) golden_calls[go[i]].push_back(i);
+    std::unordered_map<std::string, size_t> next;
+    for (size_t i = 0; i < target.entries.size(); ++i) {
+      if (p.golden_of[i] >= 0 || closed[i] || t_phase[i] != which) continue;
+      auto it = golden_calls.find(to[i]);
+      if (it == golden_calls.end()) continue;
+      size_t& k = next[to[i]];
+      if (k < it->second.size()) {
+        uint32_t g = it->second[k++];
+        p.golden_of[i] = g;
+        p.how[i] = MatchKind::kRenumbered;
+        used[g] = true;
+      }
+    }
+  };
+  by_names(0);
   ScopeKeys none;
   ScopeKeys& sk = keys ? *keys : none;
   if (scoped) {
-    if (to.empty()) {
-      to = op_keys(target);
-      go = op_keys(golden);
-      for (size_t i = 0; planned && i < to.size(); ++i)
-        if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
-    }
     sk = scope_keys(*scopes, p, used);
     std::vector<bool> open(target.entries.size(), false);
-    for (size_t i = 0; i < open.size(); ++i) open[i] = later(i) && !closed[i] && p.golden_of[i] < 0;
+    for (size_t i = 0; i < open.size(); ++i)
+      open[i] = t_phase[i] == 1 && !closed[i] && p.golden_of[i] < 0;
     std::vector<std::string_view> names(target.entries.size());
     for (size_t i = 0; i < names.size(); ++i)
       names[i] = planned && i < plan->renamed.size() && !plan->renamed[i].empty()
                      ? std::string_view(plan->renamed[i])
                      : target.entry_name(i);
     pair_within_modules(target, golden, sk, to, go, names, open, p, used);
+    pair_backward_by_forward(target, golden, p, used, closed);
+    by_names(2);
+    // Backward API entries are not scoped (their construct.json parents differ between tools).
+    for (size_t i = 0; i < t_phase.size(); ++i)
+      if (t_phase[i] == 2) sk.target[i] = -1;
+    for (size_t i = 0; i < g_phase.size(); ++i)
+      if (g_phase[i] == 2) sk.golden[i] = -1;
   }
   // Aliases: the n-th leftover call of an op pairs with the n-th leftover call of the same op
   // under another namespace (alias_key), inside the same pair of module instances.

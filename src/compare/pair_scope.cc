@@ -135,4 +135,32 @@ void pair_within_modules(const DumpFile& target, const DumpFile& golden, const S
   }
 }
 
+void pair_backward_by_forward(const DumpFile& target, const DumpFile& golden, EntryPairing& p,
+                              std::vector<bool>& used, const std::vector<bool>& closed) {
+  auto swap_direction = [](std::string_view name, std::string_view from, std::string_view to) {
+    std::string s(name);
+    const size_t at = s.rfind(from);
+    if (at == std::string::npos || at + from.size() != s.size()) return std::string();
+    s.replace(at, from.size(), to);
+    return s;
+  };
+  std::unordered_map<std::string_view, uint32_t> t_index, g_index;
+  for (uint32_t i = 0; i < target.entries.size(); ++i) t_index.emplace(target.entry_name(i), i);
+  for (uint32_t i = 0; i < golden.entries.size(); ++i) g_index.emplace(golden.entry_name(i), i);
+  for (uint32_t i = 0; i < target.entries.size(); ++i) {
+    if (closed[i] || p.golden_of[i] >= 0) continue;
+    const std::string fwd = swap_direction(target.entry_name(i), ".backward", ".forward");
+    auto f = fwd.empty() ? t_index.end() : t_index.find(fwd);
+    if (f == t_index.end() || p.golden_of[f->second] < 0) continue;
+    const std::string bwd = swap_direction(
+        golden.entry_name(static_cast<size_t>(p.golden_of[f->second])), ".forward", ".backward");
+    auto g = bwd.empty() ? g_index.end() : g_index.find(bwd);
+    if (g == g_index.end() || used[g->second]) continue;
+    p.golden_of[i] = g->second;
+    p.how[i] = target.entry_name(i) == golden.entry_name(g->second) ? MatchKind::kExact
+                                                                    : MatchKind::kRenumbered;
+    used[g->second] = true;
+  }
+}
+
 }  // namespace numprobe

@@ -35,4 +35,9 @@ void pair_within_modules(const DumpFile& target, const DumpFile& golden, const S
                          const std::vector<std::string_view>& target_names,
                          const std::vector<bool>& open, EntryPairing& p, std::vector<bool>& used);
 
+// Pairs each open API backward entry with the golden backward of the golden forward its forward
+// paired with (a backward entry carries its forward's counter, in msprobe as in numprobe).
+void pair_backward_by_forward(const DumpFile& target, const DumpFile& golden, EntryPairing& p,
+                              std::vector<bool>& used, const std::vector<bool>& closed);
+
 }  // namespace numprobe
