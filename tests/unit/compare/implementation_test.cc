@@ -137,6 +137,24 @@ TEST(ModulePairing, BackwardCallsKeepTheirForwardCounters) {
   EXPECT_EQ(p.entries.how.at(0), MatchKind::kExact);
 }
 
+TEST(ModulePairing, ABackwardPairsThroughItsForward) {
+  // Counters shifted by two calls elsewhere; the tools put the backward under other parents.
+  const char* m = "Module.block.Block.forward.0";
+  std::vector<E> t = {{"Tensor.__mul__.5.forward", m, {x}, {y}},
+                      {m, "", {x}, {y}},
+                      {"Tensor.__mul__.5.backward", "Module.block.Block.backward.0", {y}, {x}}};
+  std::vector<E> g = {{"Tensor.__mul__.5.forward", "", {z}, {z}},
+                      {"Tensor.__mul__.7.forward", m, {x}, {y}},
+                      {m, "", {x}, {y}},
+                      {"Tensor.__mul__.5.backward", "", {z}, {z}},
+                      {"Tensor.__mul__.7.backward", "Module.relu.ReLU.backward.0", {y}, {x}}};
+  CompareReport r;
+  const PairResult& p = compare("backward_by_forward", t, g, r);
+  EXPECT_EQ(p.entries.golden_of.at(0), 1);
+  EXPECT_EQ(p.entries.golden_of.at(2), 4);
+  EXPECT_EQ(p.entries.how.at(2), MatchKind::kRenumbered);
+}
+
 TEST(ModuleJudgement, OtherCallsForTheSameMathWithinRoundingAreNoDivergence) {
   CompareReport r;
   const PairResult& p = compare("same_math", onecall(1 + 2e-7), handwritten(), r);
