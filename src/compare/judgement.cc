@@ -632,14 +632,16 @@ struct Judge {
         dt = coarser(dt, t.element_type);
         if (in) inputs.push_back(&t);
       }
-      const double d = discrepancy(t, gr);
-      if (in && t.kind == RowKind::kTensor && !one_sided.empty()) consumed(t, gr, d);
-      if (d > 0) any_difference = true;
       // A tensor in one run where the other has None: an argument left out (a bias dropped)
       // when it is a forward input, else a gradient only one run computes (a detach).
       const bool t_none = t.kind == RowKind::kNone, g_none = gr.kind == RowKind::kNone;
-      if (structural && t_none != g_none && (t_none ? gr.kind : t.kind) == RowKind::kTensor) {
-        if (in && forward && settle_made_for_none(t_none ? gr : t, !t_none)) continue;
+      const bool one_none =
+          structural && t_none != g_none && (t_none ? gr.kind : t.kind) == RowKind::kTensor;
+      if (one_none && in && forward && settle_made_for_none(t_none ? gr : t, !t_none)) continue;
+      const double d = discrepancy(t, gr);
+      if (in && t.kind == RowKind::kTensor && !one_sided.empty()) consumed(t, gr, d);
+      if (d > 0) any_difference = true;
+      if (one_none) {
         if (in && forward) {
           if (!args) args = &r;
         } else if (!missing) {

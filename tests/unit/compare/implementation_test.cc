@@ -221,6 +221,9 @@ TEST(ModuleJudgement, AMaskOnlyOneImplementationBuildsIsNoArgumentDifference) {
   CompareReport r1;
   const PairResult& clean = compare("mask", target(w), golden(w), r1);
   EXPECT_FALSE(clean.first_divergence) << clean.first_divergence->entry;
+  CompareReport r0;
+  const PairResult& reverse = compare("mask_reverse", golden(w), target(w), r0);
+  EXPECT_FALSE(reverse.first_divergence) << reverse.first_divergence->entry;
   T wrong = w;
   wrong.max *= 1 + 1e-3;
   CompareReport r2;
