@@ -58,6 +58,20 @@ struct FirstDivergence {
   double score = 0;  // (0, 1]: how sure; structural findings 1, numeric ones by their margin
 };
 
+// A module whose two runs call other APIs for its work (fused against unfused kernels, eager
+// against sdpa attention; issue 36), judged as a whole: by what its calls produce where something
+// consumes it, its own outputs included.
+struct ImplementationDiffers {
+  std::string module;         // target module entry ("Module.layers.0.attn.Attention.forward.0")
+  std::string golden_module;  // its golden partner
+  std::vector<std::string> target_calls, golden_calls;  // its direct API calls, counters dropped
+  // The results differ beyond the noise the module's inputs explain: its calls are then judged
+  // one by one, as any other entries.
+  bool diverges = false;
+  double output_discrepancy = 0;  // the worst result seen (relative, noise.h)
+  double tolerance = 0;           // the floor it was held against
+};
+
 struct PairResult {
   RankLocation target_where, golden_where;
   CompareMode mode = CompareMode::kStatistics;
@@ -70,6 +84,7 @@ struct PairResult {
   std::vector<FirstDivergence> suspects;            // up to 5, in execution order
   // regime_name(): at the first divergence, else what the whole pair showed
   std::string regime;
+  std::vector<ImplementationDiffers> implementations;  // judged as a whole, in target order
   bool mapped = false;                   // user mappings paired rows (-dm/-cm/-am/-lm)
   GeneratedMappings generated_mappings;  // -lm: what the layer mapping decided (written as yaml)
 };

@@ -303,6 +303,15 @@ void write_compare_csv(const std::string& path, const PairResult& p, bool with_s
 
 namespace {
 
+// A number member; non-finite ones as strings, so that the file is strict JSON.
+void write_number(base::PyJsonWriter& w, const char* k, double v) {
+  w.key(k);
+  if (std::isfinite(v))
+    w.float_value(v);
+  else
+    w.string_value("inf");
+}
+
 // A suspect (the first one is first_divergence): the fields first_divergence always had, then
 // what the judgement adds.
 void write_suspect(base::PyJsonWriter& w, const PairResult& p, const FirstDivergence& f) {
@@ -323,13 +332,7 @@ void write_suspect(base::PyJsonWriter& w, const PairResult& p, const FirstDiverg
   text_or_null("module", f.module);
   w.key("reason");
   w.string_value(f.reason);
-  auto number = [&](const char* k, double v) {
-    w.key(k);
-    if (std::isfinite(v))
-      w.float_value(v);
-    else
-      w.string_value("inf");
-  };
+  auto number = [&](const char* k, double v) { write_number(w, k, v); };
   number("input_discrepancy", f.input_discrepancy);
   number("output_discrepancy", f.output_discrepancy);
   number("tolerance", f.tolerance);
@@ -384,6 +387,32 @@ void write_pair_summary(base::PyJsonWriter& w, const PairResult& p) {
   w.key("suspects");
   w.begin_array();
   for (const FirstDivergence& f : p.suspects) write_suspect(w, p, f);
+  w.end_array();
+  // Modules whose runs call other APIs (implementation_differs), judged as a whole.
+  w.key("implementations");
+  w.begin_array();
+  for (const ImplementationDiffers& d : p.implementations) {
+    w.begin_object();
+    w.key("module");
+    w.string_value(d.module);
+    w.key("golden_module");
+    w.string_value(d.golden_module);
+    w.key("reason");
+    w.string_value("implementation_differs");
+    w.key("verdict");
+    w.string_value(d.diverges ? "diverges" : "agrees");
+    write_number(w, "output_discrepancy", d.output_discrepancy);
+    write_number(w, "tolerance", d.tolerance);
+    for (const auto& [k, calls] :
+         {std::pair<const char*, const std::vector<std::string>*>{"target_calls", &d.target_calls},
+          {"golden_calls", &d.golden_calls}}) {
+      w.key(k);
+      w.begin_array();
+      for (const std::string& c : *calls) w.string_value(c);
+      w.end_array();
+    }
+    w.end_object();
+  }
   w.end_array();
   w.end_object();
 }

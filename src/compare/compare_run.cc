@@ -224,7 +224,14 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
   }
   const MappingPlan* pl = plan.empty() ? nullptr : &plan;
   p.mapped = pl != nullptr;
-  p.entries = pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl);
+  // Both sides with a module tree: API entries pair inside their module instances (pair.h).
+  EntryScopes scopes;
+  if (p.target.construct && p.golden.construct) {
+    scopes.target = enclosing_modules(p.target.dump, &*p.target.construct);
+    scopes.golden = enclosing_modules(p.golden.dump, &*p.golden.construct);
+  }
+  p.entries = pair_entries(p.target.dump, p.golden.dump, p.target_rows, p.golden_rows, pl,
+                           scopes.empty() ? nullptr : &scopes);
   std::vector<RowPair> pairs = pair_rows(p.entries, p.target_rows, p.golden_rows, pl);
   p.rows.clear();
   p.rows.resize(pairs.size());

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "api_signature.h"
+#include "compare/implementation.h"
 #include "compare/judgement.h"
 #include "compare/noise.h"
 #include "format/entry_name.h"
@@ -272,7 +273,14 @@ struct Judge {
     bool target_side = true;
     bool behind_equal = false;  // reached a consumer with equal statistics (pending's rule)
     std::unordered_set<std::string> outputs;
+    std::unordered_set<std::string> inputs;  // tensor inputs, to settle the calls that made them
+    int64_t module = -1;                     // its enclosing module entry on its side
+    bool forward = false;
   };
+  // Outputs of one-sided calls settled by settle_made_for_none, per side.
+  std::unordered_set<std::string> settled_target, settled_golden;
+  // Enclosing module entry of every entry on each side (pair.h, enclosing_modules).
+  std::vector<int64_t> target_modules, golden_modules;
   std::vector<OneSided> one_sided;
   // One-sided entries whose output the current entry consumes with equal statistics: equal
   // statistics are not equal values (a permutation keeps them), so such an entry is a finding
@@ -296,6 +304,89 @@ struct Judge {
   std::unordered_map<std::string, double> forward_inputs;
   // kBF16/kF16 for a mixed-precision pair (mixed_precision_dtype), else kUnknown.
   DType mixed = DType::kUnknown;
+
+  // Modules judged as a whole (implementation.h): their direct calls are not walked; the tensors
+  // those calls made are compared where something consumes them.
+  struct Region {
+    const ImplementationRegion* r = nullptr;
+    double entering = -1;  // `present` when the walk reached it: the drift its inputs carried
+    double worst = 0, tolerance = 0;
+  };
+  std::vector<Region> regions;
+  std::unordered_map<uint32_t, size_t> region_of_target, region_of_golden;  // direct calls
+  // The tensors their calls made (by tensor_key), on each side.
+  std::unordered_map<std::string, size_t> region_target_outputs, region_golden_outputs;
+  int64_t dissolve = -1;  // a region whose results differ beyond noise: walk its calls one by one
+
+  void set_regions(const std::vector<const ImplementationRegion*>& live) {
+    for (const ImplementationRegion* r : live) {
+      const size_t k = regions.size();
+      regions.push_back({r});
+      auto keys = [&](const std::vector<uint32_t>& entries, bool target_side) {
+        std::unordered_set<uint32_t> mine(entries.begin(), entries.end());
+        // In execution order (rows follow their entries): a tensor the calls received from
+        // outside and pass on unchanged (a no-op cast of the module's input) is not theirs.
+        std::unordered_set<std::string> outside, made;
+        const std::vector<CompareRow>& rows = target_side ? p.target_rows : p.golden_rows;
+        for (const CompareRow& row : rows) {
+          if (!mine.count(row.entry) || row.kind != RowKind::kTensor) continue;
+          std::string key = tensor_key(row);
+          if (is_input(row)) {
+            if (!made.count(key)) outside.insert(std::move(key));
+          } else if (!outside.count(key)) {
+            made.insert(std::move(key));
+          }
+        }
+        auto& out = target_side ? region_target_outputs : region_golden_outputs;
+        for (const std::string& key : made) out.emplace(key, k);
+        for (uint32_t e : entries) (target_side ? region_of_target : region_of_golden)[e] = k;
+      };
+      keys(r->target_entries, true);
+      keys(r->golden_entries, false);
+    }
+  }
+
+  // The region of a walked entry when it is one of the direct calls of a module judged as a whole.
+  const Region* region_of(const EntryRows& g) {
+    if (regions.empty()) return nullptr;
+    const auto& m = g.golden_only ? region_of_golden : region_of_target;
+    auto it = m.find(g.entry);
+    if (it == m.end()) return nullptr;
+    Region& reg = regions[it->second];
+    if (reg.entering < 0) reg.entering = present;
+    return &reg;
+  }
+
+  // The region whose calls made the tensor this row pair holds (either side may be missing), or -1.
+  int64_t made_in_region(const CompareRow* t, const CompareRow* g) const {
+    if (regions.empty()) return -1;
+    if (g && g->kind == RowKind::kTensor) {
+      auto it = region_golden_outputs.find(tensor_key(*g));
+      if (it != region_golden_outputs.end()) return static_cast<int64_t>(it->second);
+    }
+    if (t && t->kind == RowKind::kTensor) {
+      auto it = region_target_outputs.find(tensor_key(*t));
+      if (it != region_target_outputs.end()) return static_cast<int64_t>(it->second);
+    }
+    return -1;
+  }
+
+  // How far a tensor made by other calls for the same math may differ: their other rounding (a
+  // few ulps per accumulation, as contractions over the tensor's last dimension; the TF32/HF32
+  // floor where the pair rounds at that level: fused accelerator kernels), plus what the
+  // region's inputs already carried, amplified as by any op.
+  double region_tolerance(const Region& reg, const CompareRow& t) const {
+    const double n = t.shape.empty()
+                         ? 1
+                         : static_cast<double>(std::max<int64_t>(t.shape[t.shape.size() - 1], 1));
+    const bool accelerator = regime >= Regime::kTf32 || mixed != DType::kUnknown ||
+                             dtype_epsilon(t.element_type) > dtype_epsilon(DType::kF32);
+    const double floor =
+        accelerator ? noise_tolerance(t.element_type)
+                    : std::max(8 * dtype_epsilon(t.element_type),
+                               reduction_order_tolerance(OpClass::kContraction, t.element_type, n));
+    return floor + kNoiseAmplification * std::max(reg.entering, 0.0);
+  }
 
   double discrepancy(const CompareRow& t, const CompareRow& g) const {
     if (md5 && t.kind == RowKind::kTensor && g.kind == RowKind::kTensor)
@@ -321,6 +412,43 @@ struct Judge {
       }
       one_sided.erase(one_sided.begin() + static_cast<std::ptrdiff_t>(k));
     }
+  }
+
+  // A tensor only one run made, by calls the other run does not make, reaching a place where the
+  // other run passes None (a mask eager attention builds and sdpa does without): how the two
+  // implementations differ, not a finding. Settles those calls and the one-sided calls that fed
+  // them; false when no one-sided call made it.
+  bool settle_made_for_none(const CompareRow& tensor, bool target_side) {
+    if (tensor.kind != RowKind::kTensor) return false;
+    std::unordered_set<std::string>& before = target_side ? settled_target : settled_golden;
+    std::string key = tensor_key(tensor);
+    if (before.count(key)) return true;  // the same mask, passed on to the next layer
+    if (one_sided.empty()) return false;
+    std::unordered_set<std::string> wanted{std::move(key)};
+    std::unordered_set<int64_t> modules;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t k = 0; k < one_sided.size(); ++k) {
+        const OneSided& o = one_sided[k];
+        if (o.target_side != target_side || !o.forward || modules.count(o.module) ||
+            std::none_of(o.outputs.begin(), o.outputs.end(),
+                         [&](const std::string& out) { return wanted.count(out); }))
+          continue;
+        wanted.insert(o.inputs.begin(), o.inputs.end());
+        modules.insert(o.module);
+        grew = true;
+      }
+    }
+    if (modules.empty()) return false;
+    // The other calls only that run made in the same module belong to the same choice (the
+    // positions and ranges the mask was built from).
+    auto mine = [&](const OneSided& o) {
+      return o.target_side == target_side && o.forward && modules.count(o.module) != 0;
+    };
+    for (const OneSided& o : one_sided)
+      if (mine(o)) before.insert(o.outputs.begin(), o.outputs.end());
+    one_sided.erase(std::remove_if(one_sided.begin(), one_sided.end(), mine), one_sided.end());
+    return true;
   }
 
   // An output that is an earlier entry's output unchanged (a module returning its last API's
@@ -434,12 +562,16 @@ struct Judge {
         o.position = position;
         o.regime = regime;
         o.target_side = !g.golden_only;
+        o.forward = dir == Direction::kForward;
+        const auto& modules = o.target_side ? target_modules : golden_modules;
+        if (g.entry < modules.size()) o.module = modules[g.entry];
         for (size_t i = g.begin; i < g.end; ++i) {
           const RowPair& rp = p.rows[i].pair;
           const CompareRow* r = o.target_side
                                     ? (rp.target >= 0 ? &p.target_rows[rp.target] : nullptr)
                                     : (rp.golden >= 0 ? &p.golden_rows[rp.golden] : nullptr);
-          if (r && r->kind == RowKind::kTensor && !is_input(*r)) o.outputs.insert(tensor_key(*r));
+          if (r && r->kind == RowKind::kTensor)
+            (is_input(*r) ? o.inputs : o.outputs).insert(tensor_key(*r));
         }
         one_sided.push_back(std::move(o));
       }
@@ -466,23 +598,53 @@ struct Judge {
         // weight, a mask): an argument that differs.
         const CompareRow& one =
             r.pair.target >= 0 ? p.target_rows[r.pair.target] : p.golden_rows[r.pair.golden];
+        // ... unless other calls for the same math made it (a mask only eager attention needs).
+        if (made_in_region(r.pair.target >= 0 ? &one : nullptr,
+                           r.pair.golden >= 0 ? &one : nullptr) >= 0)
+          continue;
         if (structural && forward && one.state == RowState::kInput && !args) args = &r;
         continue;
       }
       const CompareRow& t = p.target_rows[r.pair.target];
       const CompareRow& gr = p.golden_rows[r.pair.golden];
       const bool in = is_input(t);
+      // A tensor a module judged as a whole made with other calls: its evidence. None in one run
+      // (sdpa needs no mask, returns no attention weights) is how the implementations differ.
+      if (const int64_t k = made_in_region(&t, &gr); k >= 0) {
+        if (t.kind != RowKind::kTensor || gr.kind != RowKind::kTensor) continue;
+        Region& reg = regions[static_cast<size_t>(k)];
+        const double d = discrepancy(t, gr), tol = region_tolerance(reg, t);
+        if (d >= reg.worst) {
+          reg.worst = d;
+          reg.tolerance = tol;
+        }
+        if (d > tol && dissolve < 0) dissolve = k;
+        if (d > 0) {
+          any_difference = true;
+          note_noise(Regime::kReductionOrder);
+        }
+        if (in) {
+          dt = coarser(dt, t.element_type);
+          inputs.push_back(&t);
+          d_in = std::max(d_in, d);
+          if (d > 0) input_differences.emplace_back(d, 0);
+        }
+        continue;
+      }
       if (t.kind == RowKind::kTensor) {
         dt = coarser(dt, t.element_type);
         if (in) inputs.push_back(&t);
       }
-      const double d = discrepancy(t, gr);
-      if (in && t.kind == RowKind::kTensor && !one_sided.empty()) consumed(t, gr, d);
-      if (d > 0) any_difference = true;
       // A tensor in one run where the other has None: an argument left out (a bias dropped)
       // when it is a forward input, else a gradient only one run computes (a detach).
       const bool t_none = t.kind == RowKind::kNone, g_none = gr.kind == RowKind::kNone;
-      if (structural && t_none != g_none && (t_none ? gr.kind : t.kind) == RowKind::kTensor) {
+      const bool one_none =
+          structural && t_none != g_none && (t_none ? gr.kind : t.kind) == RowKind::kTensor;
+      if (one_none && in && forward && settle_made_for_none(t_none ? gr : t, !t_none)) continue;
+      const double d = discrepancy(t, gr);
+      if (in && t.kind == RowKind::kTensor && !one_sided.empty()) consumed(t, gr, d);
+      if (d > 0) any_difference = true;
+      if (one_none) {
         if (in && forward) {
           if (!args) args = &r;
         } else if (!missing) {
@@ -815,6 +977,35 @@ DType mixed_precision_dtype(const PairResult& p) {
   return changed > 0 && 2 * changed >= contractions ? low : DType::kUnknown;
 }
 
+namespace {
+
+// After the walk: one-sided entries settled, suspects in execution order.
+void finish(PairResult& p, Judge& j) {
+  // One-sided entries no dumped entry consumed (their outputs went where nothing was dumped, or
+  // through an uncaptured change) are findings when something differs after them.
+  for (const auto& o : j.one_sided) {
+    if (o.behind_equal) continue;  // only a diverging consumer names it
+    const bool later = std::any_of(j.suspect_positions.begin(), j.suspect_positions.end(),
+                                   [&](size_t at) { return at > o.position; });
+    if (later) j.add_one_sided(o);
+  }
+  // An entry only one run has is added when its consumer is judged: restore execution order.
+  std::vector<size_t> order(p.suspects.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return j.suspect_positions[a] < j.suspect_positions[b];
+  });
+  std::vector<FirstDivergence> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(std::move(p.suspects[i]));
+  p.suspects = std::move(sorted);
+  if (p.suspects.size() > kMaxSuspects) p.suspects.resize(kMaxSuspects);
+  p.regime = p.suspects.empty() ? regime_name(j.regime) : p.suspects.front().regime;
+  if (!p.suspects.empty()) p.first_divergence = p.suspects.front();
+}
+
+}  // namespace
+
 void judge_divergence(PairResult& p, double carried, const PairResult* previous,
                       bool after_bitwise_step) {
   // Names and arguments are evidence only between runs of the same framework whose rows mostly
@@ -822,12 +1013,13 @@ void judge_divergence(PairResult& p, double carried, const PairResult* previous,
   // pairing's limits, not the runs' differences.
   const bool same_framework = p.target.dump.framework() == p.golden.dump.framework() &&
                               pair_coverage(p) == Coverage::kCompared;
-  Judge j(p, same_framework && !p.mapped, carried, previous);
-  j.after_bitwise_step = after_bitwise_step || (previous && carried == 0);
-  j.mixed = p.mode == CompareMode::kMd5 ? DType::kUnknown : mixed_precision_dtype(p);
-  if (j.mixed != DType::kUnknown) j.regime = Regime::kMixedPrecision;
-  p.suspects.clear();
-  p.first_divergence.reset();
+  const bool structural = same_framework && !p.mapped;
+  // Modules whose runs call other APIs are judged as a whole (implementation.h). One whose results
+  // differ beyond noise gets its calls judged one by one after all (a dropout left active inside
+  // it, casts to bf16 and back): the walk starts again without it.
+  const std::vector<ImplementationRegion> found = implementation_regions(p);
+  std::vector<bool> dissolved(found.size(), false);
+  std::vector<double> worst(found.size(), 0), floor(found.size(), 0);
   const std::vector<EntryRows> groups = entry_groups(p);
   // Golden entries with at least one paired row: the others exist in the golden run only.
   std::unordered_set<uint32_t> golden_paired, target_paired;
@@ -866,32 +1058,55 @@ void judge_divergence(PairResult& p, double carried, const PairResult* previous,
       walk.push_back(golden_only[next].second);
     if (i < groups.size() && !groups[i].golden_only) walk.push_back(i);
   }
-  for (size_t k = 0; k < walk.size() && p.suspects.size() < kMaxSuspects; ++k) {
-    const EntryRows& g = groups[walk[k]];
-    j.position = k;
-    j.entry(g, !g.golden_only && target_paired.count(g.entry) != 0);
+  for (;;) {
+    Judge j(p, structural, carried, previous);
+    j.after_bitwise_step = after_bitwise_step || (previous && carried == 0);
+    j.mixed = p.mode == CompareMode::kMd5 ? DType::kUnknown : mixed_precision_dtype(p);
+    if (j.mixed != DType::kUnknown) j.regime = Regime::kMixedPrecision;
+    p.suspects.clear();
+    p.first_divergence.reset();
+    std::vector<const ImplementationRegion*> live;
+    std::vector<size_t> live_index;
+    for (size_t k = 0; k < found.size(); ++k)
+      if (!dissolved[k]) {
+        live.push_back(&found[k]);
+        live_index.push_back(k);
+      }
+    j.set_regions(live);
+    if (p.target.construct && p.golden.construct) {
+      j.target_modules = enclosing_modules(p.target.dump, &*p.target.construct);
+      j.golden_modules = enclosing_modules(p.golden.dump, &*p.golden.construct);
+    }
+    for (size_t k = 0; k < walk.size() && p.suspects.size() < kMaxSuspects; ++k) {
+      const EntryRows& g = groups[walk[k]];
+      j.position = k;
+      if (j.region_of(g)) continue;  // judged where its results are consumed
+      j.entry(g, !g.golden_only && target_paired.count(g.entry) != 0);
+      if (j.dissolve >= 0) break;
+    }
+    if (j.dissolve >= 0) {
+      dissolved[live_index[static_cast<size_t>(j.dissolve)]] = true;
+      continue;
+    }
+    finish(p, j);
+    for (size_t k = 0; k < live.size(); ++k) {
+      worst[live_index[k]] = j.regions[k].worst;
+      floor[live_index[k]] = j.regions[k].tolerance;
+    }
+    break;
   }
-  // One-sided entries no dumped entry consumed (their outputs went where nothing was dumped, or
-  // through an uncaptured change) are findings when something differs after them.
-  for (const auto& o : j.one_sided) {
-    if (o.behind_equal) continue;  // only a diverging consumer names it
-    const bool later = std::any_of(j.suspect_positions.begin(), j.suspect_positions.end(),
-                                   [&](size_t at) { return at > o.position; });
-    if (later) j.add_one_sided(o);
+  p.implementations.clear();
+  for (size_t k = 0; k < found.size(); ++k) {
+    ImplementationDiffers d;
+    d.module = std::string(p.target.dump.entry_name(found[k].module));
+    d.golden_module = std::string(p.golden.dump.entry_name(found[k].golden_module));
+    d.target_calls = found[k].target_calls;
+    d.golden_calls = found[k].golden_calls;
+    d.diverges = dissolved[k];
+    d.output_discrepancy = worst[k];
+    d.tolerance = floor[k];
+    p.implementations.push_back(std::move(d));
   }
-  // An entry only one run has is added when its consumer is judged: restore execution order.
-  std::vector<size_t> order(p.suspects.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return j.suspect_positions[a] < j.suspect_positions[b];
-  });
-  std::vector<FirstDivergence> sorted;
-  sorted.reserve(order.size());
-  for (size_t i : order) sorted.push_back(std::move(p.suspects[i]));
-  p.suspects = std::move(sorted);
-  if (p.suspects.size() > kMaxSuspects) p.suspects.resize(kMaxSuspects);
-  p.regime = p.suspects.empty() ? regime_name(j.regime) : p.suspects.front().regime;
-  if (!p.suspects.empty()) p.first_divergence = p.suspects.front();
 }
 
 }  // namespace numprobe

@@ -5,22 +5,10 @@
 #include "api_signature.h"
 #include "format/entry_name.h"
 #include "numprobe/compare/pair.h"
+#include "pair_scope.h"
 
 namespace numprobe {
 namespace {
-
-// "Module.fc.Linear.parameters_grad" for Module.fc.Linear.parameters_grad.3: the op and direction
-// without the call counter.
-std::string op_key(std::string_view name) {
-  EntryName e = parse_entry_name(name);
-  if (e.index < 0) return std::string(name);
-  std::string k(e.prefix);
-  k += '.';
-  k += e.op;
-  k += '.';
-  k += direction_name(e.direction);
-  return k;
-}
 
 // The op under any of the namespaces one torch function is reachable from: nn.LSTM calls
 // torch._VF.lstm, which is torch.lstm (msprobe names it VF.lstm); an F.relu stored before msprobe
@@ -68,9 +56,15 @@ const char* match_kind_name(MatchKind k) {
 namespace {
 
 // Stages 0-2: the plan's pairs, exact names, renumbering. `closed` receives the target entries
-// the plan keeps unmatched.
+// the plan keeps unmatched. With scopes, exact names and renumbering pair module entries only;
+// API entries then pair inside the module instances paired with their own (pair_scope.h), and
+// `keys` receives each entry's scope key for the later stages.
 EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const MappingPlan* plan,
-                          std::vector<bool>& closed) {
+                          std::vector<bool>& closed, const EntryScopes* scopes = nullptr,
+                          ScopeKeys* keys = nullptr) {
+  const bool scoped = scopes && !scopes->empty() &&
+                      scopes->target.size() == target.entries.size() &&
+                      scopes->golden.size() == golden.entries.size();
   EntryPairing p;
   p.golden_of.assign(target.entries.size(), -1);
   p.how.assign(target.entries.size(), MatchKind::kUnmatched);
@@ -88,58 +82,96 @@ EntryPairing pair_by_name(const DumpFile& target, const DumpFile& golden, const 
       closed[i] = true;
     }
   }
+  // With scopes, API entries pair after the modules: forward ones inside their module pair,
+  // backward ones with the backward of the forward they belong to (both tools name it by the
+  // forward's counter; their construct.json parents of backward entries differ: msprobe puts a
+  // BatchNorm's backward under the ReLU backward that ran before it), the rest by name as before.
+  auto phase = [&](const DumpFile& d, size_t i) {
+    if (!scoped) return 0;
+    const EntryName e = parse_entry_name(d.entry_name(i));
+    if (e.is_module) return 0;
+    return e.direction == Direction::kForward ? 1 : e.direction == Direction::kBackward ? 2 : 0;
+  };
+  std::vector<int> t_phase(target.entries.size()), g_phase(golden.entries.size());
+  for (size_t i = 0; i < t_phase.size(); ++i) t_phase[i] = phase(target, i);
+  for (size_t i = 0; i < g_phase.size(); ++i) g_phase[i] = phase(golden, i);
   std::unordered_map<std::string_view, uint32_t> by_name;
   for (uint32_t i = 0; i < golden.entries.size(); ++i) by_name.emplace(golden.entry_name(i), i);
-  for (size_t i = 0; i < target.entries.size(); ++i) {
-    if (closed[i] || p.golden_of[i] >= 0) continue;
-    auto it = by_name.find(target.entry_name(i));
-    if (it != by_name.end() && !used[it->second]) {
-      p.golden_of[i] = it->second;
-      p.how[i] = MatchKind::kExact;
-      used[it->second] = true;
-    }
-  }
-  // Renumbering: the n-th call of an op pairs with the n-th call of the same op, among entries
-  // the earlier stages left over. A renamed entry counts as a call of its golden-side op.
   const bool leftovers = std::count(used.begin(), used.end(), false) > 0 &&
                          std::count(p.how.begin(), p.how.end(), MatchKind::kUnmatched) > 0;
-  std::vector<std::string> to, go;
-  if (leftovers) {
-    to = op_keys(target);
-    go = op_keys(golden);
-    for (size_t i = 0; planned && i < to.size(); ++i)
-      if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
-  }
-  std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
-  for (uint32_t i = 0; leftovers && i < golden.entries.size(); ++i) {
-    if (!used[i]) golden_calls[go[i]].push_back(i);
-  }
-  std::unordered_map<std::string, size_t> next;
-  for (size_t i = 0; leftovers && i < target.entries.size(); ++i) {
-    if (p.golden_of[i] >= 0 || closed[i]) continue;
-    auto it = golden_calls.find(to[i]);
-    if (it == golden_calls.end()) continue;
-    size_t& k = next[to[i]];
-    if (k < it->second.size()) {
-      uint32_t g = it->second[k++];
-      p.golden_of[i] = g;
-      p.how[i] = MatchKind::kRenumbered;
-      used[g] = true;
+  std::vector<std::string> to = op_keys(target), go = op_keys(golden);
+  for (size_t i = 0; planned && i < to.size(); ++i)
+    if (i < plan->renamed.size() && !plan->renamed[i].empty()) to[i] = op_key(plan->renamed[i]);
+  // Exact names, then renumbering: the n-th call of an op pairs with the n-th call of the same op,
+  // among entries the earlier stages left over. A renamed entry counts as a call of its
+  // golden-side op. Only entries of the given phase.
+  auto by_names = [&](int which) {
+    for (size_t i = 0; i < target.entries.size(); ++i) {
+      if (closed[i] || p.golden_of[i] >= 0 || t_phase[i] != which) continue;
+      auto it = by_name.find(target.entry_name(i));
+      if (it != by_name.end() && !used[it->second] && g_phase[it->second] == which) {
+        p.golden_of[i] = it->second;
+        p.how[i] = MatchKind::kExact;
+        used[it->second] = true;
+      }
     }
+    if (!leftovers) return;
+    std::unordered_map<std::string, std::vector<uint32_t>> golden_calls;
+    for (uint32_t i = 0; i < golden.entries.size(); ++i)
+      if (!used[i] && g_phase[i] == which) golden_calls[go[i]].push_back(i);
+    std::unordered_map<std::string, size_t> next;
+    for (size_t i = 0; i < target.entries.size(); ++i) {
+      if (p.golden_of[i] >= 0 || closed[i] || t_phase[i] != which) continue;
+      auto it = golden_calls.find(to[i]);
+      if (it == golden_calls.end()) continue;
+      size_t& k = next[to[i]];
+      if (k < it->second.size()) {
+        uint32_t g = it->second[k++];
+        p.golden_of[i] = g;
+        p.how[i] = MatchKind::kRenumbered;
+        used[g] = true;
+      }
+    }
+  };
+  by_names(0);
+  ScopeKeys none;
+  ScopeKeys& sk = keys ? *keys : none;
+  if (scoped) {
+    sk = scope_keys(*scopes, p, used);
+    std::vector<bool> open(target.entries.size(), false);
+    for (size_t i = 0; i < open.size(); ++i)
+      open[i] = t_phase[i] == 1 && !closed[i] && p.golden_of[i] < 0;
+    std::vector<std::string_view> names(target.entries.size());
+    for (size_t i = 0; i < names.size(); ++i)
+      names[i] = planned && i < plan->renamed.size() && !plan->renamed[i].empty()
+                     ? std::string_view(plan->renamed[i])
+                     : target.entry_name(i);
+    pair_within_modules(target, golden, sk, to, go, names, open, p, used);
+    pair_backward_by_forward(target, golden, p, used, closed);
+    by_names(2);
+    // Backward API entries are not scoped (their construct.json parents differ between tools).
+    for (size_t i = 0; i < t_phase.size(); ++i)
+      if (t_phase[i] == 2) sk.target[i] = -1;
+    for (size_t i = 0; i < g_phase.size(); ++i)
+      if (g_phase[i] == 2) sk.golden[i] = -1;
   }
   // Aliases: the n-th leftover call of an op pairs with the n-th leftover call of the same op
-  // under another namespace (alias_key).
+  // under another namespace (alias_key), inside the same pair of module instances.
+  auto scope_of = [&](const std::vector<int64_t>& k, size_t i) -> int64_t {
+    return i < k.size() ? k[i] : -1;
+  };
   if (leftovers) {
     std::unordered_map<std::string, std::vector<uint32_t>> alias_calls;
     for (uint32_t i = 0; i < golden.entries.size(); ++i) {
       if (used[i]) continue;
       std::string k = alias_key(golden.entry_name(i));
-      if (!k.empty()) alias_calls[std::move(k)].push_back(i);
+      if (!k.empty()) alias_calls[std::to_string(scope_of(sk.golden, i)) + ':' + k].push_back(i);
     }
     std::unordered_map<std::string, size_t> alias_next;
     for (size_t i = 0; !alias_calls.empty() && i < target.entries.size(); ++i) {
       if (p.golden_of[i] >= 0 || closed[i]) continue;
       std::string k = alias_key(target.entry_name(i));
+      if (!k.empty()) k = std::to_string(scope_of(sk.target, i)) + ':' + k;
       auto it = k.empty() ? alias_calls.end() : alias_calls.find(k);
       if (it == alias_calls.end()) continue;
       size_t& n = alias_next[k];
@@ -170,6 +202,7 @@ namespace {
 // its tensor rows ("in:[2,3]f32;out:[2,3]f32").
 struct EntryShape {
   Direction direction = Direction::kUnknown;
+  int64_t scope = -1;  // ScopeKeys: entries inside other module pairs never pair
   std::string op;
   std::string signature;
 };
@@ -199,7 +232,7 @@ std::vector<EntryShape> entry_shapes(const DumpFile& d, const std::vector<Compar
 
 // 0 = never pair. Same op and same signature beats either alone.
 int fuzzy_score(const EntryShape& t, const EntryShape& g) {
-  if (t.direction != g.direction) return 0;
+  if (t.direction != g.direction || t.scope != g.scope) return 0;
   int s = 0;
   if (t.op == g.op) s += 3;
   if (!t.signature.empty() && t.signature == g.signature) s += 2;
@@ -291,14 +324,18 @@ void pair_by_signature(std::vector<RowPair>& out, size_t first,
 
 EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
                           const std::vector<CompareRow>& target_rows,
-                          const std::vector<CompareRow>& golden_rows, const MappingPlan* plan) {
+                          const std::vector<CompareRow>& golden_rows, const MappingPlan* plan,
+                          const EntryScopes* scopes) {
   std::vector<bool> closed;
-  EntryPairing p = pair_by_name(target, golden, plan, closed);
+  ScopeKeys keys;
+  EntryPairing p = pair_by_name(target, golden, plan, closed, scopes, &keys);
   if (p.golden_only.empty()) return p;
   std::vector<bool> used(golden.entries.size(), true);
   for (uint32_t g : p.golden_only) used[g] = false;
-  const auto tsh = entry_shapes(target, target_rows);
-  const auto gsh = entry_shapes(golden, golden_rows);
+  auto tsh = entry_shapes(target, target_rows);
+  auto gsh = entry_shapes(golden, golden_rows);
+  for (size_t i = 0; i < keys.target.size() && i < tsh.size(); ++i) tsh[i].scope = keys.target[i];
+  for (size_t i = 0; i < keys.golden.size() && i < gsh.size(); ++i) gsh[i].scope = keys.golden[i];
   // Windows between anchors: the leftover target entries after anchor k and before anchor k+1
   // align with the leftover golden entries between the anchors' golden positions. Anchors that
   // break golden order (a renumbered pair crossing another) are skipped.

@@ -9,6 +9,7 @@
 
 #include "numprobe/compare/rows.h"
 #include "numprobe/dump.h"
+#include "numprobe/stack_construct.h"
 
 namespace numprobe {
 
@@ -36,6 +37,19 @@ struct MappingPlan {
   bool empty() const { return entry.empty() && row.empty(); }
 };
 
+// Per entry of each side: the entry index of its innermost enclosing module instance (the
+// construct.json parent, walked up until a name the dump holds), -1 at the top or unknown. With
+// scopes, an API entry pairs only inside the module instance paired with its own (the n-th call of
+// an op inside a module with the n-th call of it inside the paired module), so call counters that
+// shift inside one module (another attention implementation building its mask with other calls)
+// cannot pair the rows of another.
+struct EntryScopes {
+  std::vector<int64_t> target, golden;
+  bool empty() const { return target.empty() || golden.empty(); }
+};
+// -1 for every entry when `construct` is null.
+std::vector<int64_t> enclosing_modules(const DumpFile& d, const ConstructTable* construct);
+
 EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden);
 
 // The same, then a third stage for entries both earlier stages left: a sequence alignment (a
@@ -48,7 +62,7 @@ EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden);
 EntryPairing pair_entries(const DumpFile& target, const DumpFile& golden,
                           const std::vector<CompareRow>& target_rows,
                           const std::vector<CompareRow>& golden_rows,
-                          const MappingPlan* plan = nullptr);
+                          const MappingPlan* plan = nullptr, const EntryScopes* scopes = nullptr);
 
 struct RowPair {
   int64_t target = -1;  // index into the target rows, -1 for a golden-only row
