@@ -718,7 +718,8 @@ struct Judge {
             bool beyond = d > floor;
             if (initial && !md5) {
               const RowDiscrepancy parts = row_discrepancy_parts(t, gr);
-              beyond = parts.extremes > floor || parts.sums > dtype_epsilon(t.element_type);
+              beyond = parts.extremes > floor ||
+                       parts.sums > std::max(dtype_epsilon(t.element_type), parts.summation);
             }
             if (bitwise && !md5 && !beyond) note_noise(Regime::kReductionOrder);
             // Bits cannot say how far: once the runs differ, md5 mode only traces producers.

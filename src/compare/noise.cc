@@ -43,7 +43,7 @@ double row_discrepancy(const CompareRow& t, const CompareRow& g) {
 }
 
 RowDiscrepancy row_discrepancy_parts(const CompareRow& t, const CompareRow& g) {
-  const RowDiscrepancy none{0, 0}, all{kInf, kInf};
+  const RowDiscrepancy none{0, 0, 0}, all{kInf, kInf, 0};
   // A non-tensor argument against null (an object the dumper could not record): no evidence
   // either way. Cross-framework pairs meet it often (MindSpore's group name, PyTorch's
   // ProcessGroup). A tensor against null stays a difference.
@@ -85,8 +85,9 @@ RowDiscrepancy row_discrepancy_parts(const CompareRow& t, const CompareRow& g) {
   double sums = std::max(
       rel(t.mean.v, g.mean.v, rms),
       rel(one ? std::fabs(t.norm.v) : t.norm.v, one ? std::fabs(g.norm.v) : g.norm.v, norm));
-  if (extremes == 0 && sums <= summation_allowance(t, g, n)) sums = 0;
-  return {extremes, sums};
+  const double allowance = summation_allowance(t, g, n);
+  if (extremes == 0 && sums <= allowance) sums = 0;
+  return {extremes, sums, allowance};
 }
 
 double noise_tolerance(DType dtype) {

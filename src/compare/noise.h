@@ -23,6 +23,9 @@ double row_discrepancy(const CompareRow& target, const CompareRow& golden);
 // (the moves have either sign); a weight row scaled by 1e-4 moves the sums and not the extremes.
 struct RowDiscrepancy {
   double extremes = 0, sums = 0;
+  // What summation alone explains in `sums` (an fp32 against a float64 sum: msprobe against
+  // numprobe), counted as none only while the extremes agree.
+  double summation = 0;
 };
 RowDiscrepancy row_discrepancy_parts(const CompareRow& target, const CompareRow& golden);
 

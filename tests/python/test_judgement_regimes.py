@@ -34,6 +34,26 @@ FAULTS = {f.name: f for f in suite.FAULTS}
 TORCH2 = not torch.__version__.startswith("1.")
 
 
+_AUTOCAST_OK = {}
+
+
+def require_autocast(low):
+    """Skips (saying why) where this CPU's kernels have no `low` autocast: oneDNN has no bf16
+    convolution, matmul or LSTM below AVX-512 ("could not create a primitive descriptor"), as on
+    the emulated older CPU; torch 1.13's CPU autocast has no float16."""
+    if low not in _AUTOCAST_OK:
+        code = ("import torch, torch.nn.functional as F\n"
+                f"with torch.autocast('cpu', dtype=torch.{'bfloat16' if low == 'bf16' else 'float16'}):\n"
+                "    F.linear(torch.randn(4, 8), torch.randn(3, 8))\n"
+                "    F.conv2d(torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3))\n"
+                "    torch.nn.LSTM(8, 8)(torch.randn(2, 1, 8))\n")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        _AUTOCAST_OK[low] = (p.returncode == 0, (p.stderr.strip().splitlines() or [""])[-1])
+    ok, why = _AUTOCAST_OK[low]
+    if not ok:
+        pytest.skip(f"no {low} autocast kernels on this CPU: {why}")
+
+
 def capture(out, model, steps=1, fault="", cpu="native", **opts):
     if out.exists():
         return out
@@ -113,6 +133,7 @@ MIXED = [("gpt", "bf16"), ("lstm", "bf16"), ("resnet", "bf16"),
 def test_mixed_precision_pair_is_judged_as_one(work, model, low):
     """Autocast makes the contractions' outputs bf16/fp16: no dtype finding, no false divergence,
     and the pair says which regime it was judged in."""
+    require_autocast(low)
     golden = capture(work / f"{model}_1", model)
     target = capture(work / f"{model}_1_{low}", model, **{low: True})
     pairs, stdout = compare(target, golden, work / f"cmp_{model}_{low}")
@@ -122,6 +143,7 @@ def test_mixed_precision_pair_is_judged_as_one(work, model, low):
 
 @pytest.mark.parametrize("name", ["gpt_no_sqrt_d", "weight_row", "pos_weights", "gpt_qk_swapped"])
 def test_a_fault_beyond_low_precision_noise_is_named(work, name):
+    require_autocast("bf16")
     fault = FAULTS[name]
     golden = capture(work / f"{fault.model}_1", fault.model)
     target = capture(work / f"{fault.model}_1_bf16_{name}", fault.model, fault=name, bf16=True)
@@ -134,6 +156,7 @@ def test_a_fault_beyond_low_precision_noise_is_named(work, name):
 def test_an_fp16_overflow_is_named_not_excused(work):
     """The GPT scales its masked attention scores by 1e5 (golden fp32: 1.4e5, fine); in float16
     that overflows to inf. Real, and named where it happens."""
+    require_autocast("fp16")
     golden = capture(work / "gpt_1", "gpt")
     target = capture(work / "gpt_1_fp16", "gpt", fp16=True)
     (pair,), stdout = compare(target, golden, work / "cmp_gpt_fp16")
@@ -145,6 +168,7 @@ def test_an_fp16_overflow_is_named_not_excused(work):
 def test_one_layer_in_bf16_stays_a_dtype_finding(work):
     """A single layer run in bf16 by mistake is not a mixed-precision pair: the dtype change is the
     finding."""
+    require_autocast("bf16")
     fault = FAULTS["layer4_bf16"]
     golden = capture(work / "resnet_1", "resnet")
     target = capture(work / "resnet_1_layer4_bf16", "resnet", fault="layer4_bf16")
