@@ -64,6 +64,28 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def suite_capture(out, model, steps, fault="", env=None, **opts):
+    """One capture of bench/diagnosis's suite (run_one.py, its own process); `opts` are run_one's
+    options (True for a flag), `env` extra environment (a CPU generation)."""
+    import sys
+    cmd = [sys.executable, str(ROOT / "bench" / "diagnosis" / "run_one.py"), "--model", model,
+           "--out", str(out), "--steps", str(steps), "--fault", fault]
+    for k, v in opts.items():
+        cmd += [f"--{k}"] if v is True else [f"--{k}", str(v)]
+    p = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(PYDIR), **(env or {})),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return out
+
+
+def compare_summary(target, golden, out):
+    """`numprobe compare` that must succeed: (summary.json, the terminal report)."""
+    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads((pathlib.Path(out) / "summary.json").read_text()), p.stdout
+
+
 def numprobe_compare(target, golden, out):
     """`numprobe compare -t target -g golden -o out` of one rank pair: (CSV rows, summary.json)."""
     p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],

@@ -4,14 +4,11 @@ backward, a weight row, a detach, a roll behind equal statistics) must be named 
 reason, and noise-only pairs (TF32 rounding on the GPT and on the AdamW-trained Transformer
 encoder, another thread count) must stay silent. Statistics mode; each capture is its own process."""
 import concurrent.futures as cf
-import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import CLI, PYDIR, ROOT
+from conftest import ROOT, compare_summary, suite_capture
 
 pytest.importorskip("torch")
 BENCH = ROOT / "bench" / "diagnosis"
@@ -40,22 +37,10 @@ NOISE = {"gpt_tf32": ("gpt", {"tf32": True}), "gpt_threads": ("gpt", {"threads":
 
 
 def capture(out, model, steps, fault="", **opts):
-    cmd = [sys.executable, str(BENCH / "run_one.py"), "--model", model, "--out", str(out),
-           "--steps", str(steps), "--fault", fault]
-    for k, v in opts.items():
-        cmd += [f"--{k}"] if v is True else [f"--{k}", str(v)]
-    env = dict(os.environ, PYTHONPATH=str(PYDIR))
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return out
+    return suite_capture(out, model, steps, fault, **opts)
 
 
-def compare(target, golden, out):
-    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    with open(out / "summary.json") as f:
-        return json.load(f), p.stdout
+compare = compare_summary
 
 
 @pytest.fixture(scope="module")

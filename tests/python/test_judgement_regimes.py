@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import CLI, PYDIR, ROOT
+from conftest import CLI, PYDIR, ROOT, compare_summary, suite_capture
 
 torch = pytest.importorskip("torch")
 BENCH = ROOT / "bench" / "diagnosis"
@@ -57,22 +57,12 @@ def require_autocast(low):
 def capture(out, model, steps=1, fault="", cpu="native", **opts):
     if out.exists():
         return out
-    cmd = [sys.executable, str(BENCH / "run_one.py"), "--model", model, "--out", str(out),
-           "--steps", str(steps), "--fault", fault]
-    for k, v in opts.items():
-        cmd += [f"--{k}"] if v is True else [f"--{k}", str(v)]
-    env = dict(os.environ, PYTHONPATH=str(PYDIR), **CPUS[cpu])
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return out
+    return suite_capture(out, model, steps, fault, env=CPUS[cpu], **opts)
 
 
 def compare(target, golden, out):
-    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    with open(out / "summary.json") as f:
-        return json.load(f)["pairs"], p.stdout
+    summary, stdout = compare_summary(target, golden, out)
+    return summary["pairs"], stdout
 
 
 @pytest.fixture(scope="module")
