@@ -7,7 +7,7 @@
 #include "acc_check_bindings.h"
 #include "numprobe/acc_check.h"
 #include "numprobe/compare/mapping.h"
-#include "replay/torch/aten_replay.h"
+#include "torch/replay/aten_replay.h"
 
 namespace py = pybind11;
 
