@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 build-mindspore demo test test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis bench-mindspore install clean
+.PHONY: all setup build build-torch2 build-mindspore demo test check test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis bench-mindspore install clean
 
 all: build
 
@@ -70,6 +70,12 @@ demo: build
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes
 	@echo "make test: all suites passed"
+
+# The inner loop (docs/testing.md): build, unit tests, the torch 1.13 pytest lane. No torch 2.x or
+# MindSpore lane, sanitizers, fuzzers or browser: `make test` runs those.
+check: build
+	@$(MAKE) --no-print-directory test-unit test-python
+	@echo "make check: unit tests and the torch 1.13 lane passed"
 
 test-unit:
 	ctest --test-dir build --output-on-failure -j2
