@@ -59,6 +59,8 @@ def test_a_clean_tree_passes(tmp_path):
     # a file committed by hand outside base
     ("src/room/fw/save.cc", "void g() { std::rename(tmp, out); }\n", "std::rename()"),
     ("src/cli/sync.cc", "void g(int fd) { ::fsync(fd); }\n", "fsync()"),
+    # parallel work started by hand outside base
+    ("src/core/par.cc", "auto f = std::async(std::launch::async, work);\n", "std::async()"),
     # a folder no declaration names
     ("src/stray/x.cc", "int x;\n", "declared by no numprobe_library"),
     # an include that resolves nowhere
