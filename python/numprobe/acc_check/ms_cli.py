@@ -66,10 +66,12 @@ def main(argv):
         except Exception as e:  # noqa: BLE001 - a bad entry is reported and the run goes on
             out = skipped(f"{type(e).__name__}: {e}".strip())
         files.write(case.name, out.forward_status, out.backward_status, out.forward, out.backward,
-                    out.message if out.forward_status == "SKIP" else "")
+                    out.message if "SKIP" in (out.forward_status, out.backward_status) else "")
         if a.save_error_data and out.forward_status == "error":
             save_error_data(os.path.join(a.out, "ut_error_data"), case.name, out.arrays)
-        counts[out.forward_status] = counts.get(out.forward_status, 0) + 1
+        verdict = out.forward_status if out.forward_status == "SKIP" or out.backward_status in (
+            " ", "SKIP") else _engine.acc_worse(out.forward_status, out.backward_status)
+        counts[verdict] = counts.get(verdict, 0) + 1
         done += 1
     secs = time.time() - t0
     print(f"acc-check (MindSpore): {done} APIs in {secs:.2f} s ({done / max(secs, 1e-9):.0f}/s): "

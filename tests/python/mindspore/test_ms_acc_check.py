@@ -79,6 +79,9 @@ def test_a_clean_dump_has_no_error(tmp_path, task):
     assert all(k.startswith("Primitive.") for k in rows.keys() - ran.keys()), rows
     assert ran and {r["Forward Test Success"] for r in ran.values()} == {"pass"}, \
         {k: r for k, r in ran.items() if r["Forward Test Success"] != "pass"}
+    # The backward (mindspore.vjp of the recorded output gradients) of every API that has one.
+    assert {r["Backward Test Success"] for r in ran.values()} == {"pass"}, \
+        {k: r for k, r in ran.items() if r["Backward Test Success"] != "pass"}
     assert {d["Bench Dtype"] for d in details if d["Status"] != "SKIP"} >= {"Float64"}
 
 
@@ -97,6 +100,16 @@ def test_offline_finds_an_output_edited_by_half_a_percent(tmp_path):
     bad = {k for k, r in replayed(rows).items() if r["Forward Test Success"] != "pass"}
     assert bad == {edited}, bad
     assert rows[edited]["Forward Test Success"] == "error"
+    assert rows[edited]["Backward Test Success"] == "pass"
+    # An input gradient edited the same way: that API's backward is the error.
+    edited_bwd = "Tensor.__add__.0"
+    f = data / f"{edited_bwd}.backward.output.0.npy"
+    a = np.load(f)
+    np.save(f, (a * 1.005).astype(a.dtype))
+    acc_check(rank, tmp_path / "edited_bwd", "--offline")
+    rows, _ = results(tmp_path / "edited_bwd")
+    assert rows[edited_bwd]["Forward Test Success"] == "pass"
+    assert rows[edited_bwd]["Backward Test Success"] == "error"
 
 
 def test_bad_input_is_named(tmp_path):
