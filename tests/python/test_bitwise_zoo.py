@@ -153,3 +153,53 @@ def test_module_gradients_are_torchs(tmp_path, name):
                 assert (w is None) == (h is None), f"{entry}.{side}.{i}: {h} != {w}"
                 if w is not None:
                     assert math.isclose(w, h, rel_tol=1e-5, abs_tol=1e-12), f"{entry}.{side}.{i}"
+
+
+class _ScalesItsInput(torch.nn.Module):
+    def forward(self, x):
+        x.mul_(2.0)  # x is a view: autograd replaces its edge, the old one is no longer fed
+        return x * 3.0
+
+
+class _Gaps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.scale = _ScalesItsInput()
+        self.same = torch.nn.Identity()
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.same(self.scale(h[:, :4])).sum() + h.sum()
+
+
+def _gap_step(dump=None):
+    torch.manual_seed(0)
+    model = _Gaps()
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    dbg = numprobe.PrecisionDebugger(dump_path=str(dump), level="L0") if dump else None
+    if dbg:
+        dbg.start(model)
+    model(x).backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    if dbg:
+        dbg.stop()
+        dbg.step()
+        dbg.close()
+    return grads
+
+
+def test_named_gap_and_pass_through(tmp_path):
+    """A module that modifies its input (a view) in place: the gradient of that input cannot be seen
+    without a node of numprobe's, so it is null and named in "unobserved"; nn.Identity returns its
+    input, whose gradient is then its output's. Training stays bitwise either way."""
+    ref = _gap_step()
+    got = _gap_step(tmp_path / "dump")
+    assert all(torch.equal(a, b) for a, b in zip(ref, got))
+    data = json.loads((rank_dir(tmp_path / "dump" / "step0") / "dump.json").read_text())["data"]
+    scale = data["Module.scale._ScalesItsInput.backward.0"]
+    assert scale["output"] == [None] and scale["unobserved"] == ["output.0"]
+    assert scale["input"][0] is not None
+    same = data["Module.same.Identity.backward.0"]
+    assert "unobserved" not in same and same["output"] == same["input"]
+    assert "unobserved" not in data["Module.fc.Linear.backward.0"]
