@@ -5,7 +5,6 @@
 
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
-#include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
 #include <charconv>
@@ -210,33 +209,11 @@ class ParamGradRecorder {
   EntryRecord rec_;
 };
 
-// Tensors returned by torch's BackwardHook (full module backward hooks) are views created in a
-// custom Function, which autograd forbids modifying in place (ReLU(inplace=True), `out += x`).
-// Marking them ordinary views lets such models run; the module backward hook of a module whose
-// output is then modified in place may not fire (msprobe does the same and documents it).
-void allow_inplace_on_views(py::handle obj, int depth = 0) {
-  if (depth > 8) return;
-  if (THPVariable_Check(obj.ptr())) {
-    const at::Tensor& t = THPVariable_Unpack(obj.ptr());
-    if (t.defined() && t.is_view()) {
-      if (auto* meta = torch::autograd::impl::get_view_autograd_meta(t)) {
-        if (meta->has_bw_view() &&
-            meta->get_creation_meta() == torch::autograd::CreationMeta::IN_CUSTOM_FUNCTION)
-          meta->set_creation_meta(torch::autograd::CreationMeta::DEFAULT);
-      }
-    }
-    return;
-  }
-  if (PyTuple_Check(obj.ptr()) || PyList_Check(obj.ptr()))
-    for (auto item : obj) allow_inplace_on_views(item, depth + 1);
-}
-
 }  // namespace
 
 namespace numprobe::python {
 
 void register_module_recorders(pybind11::module_& m) {
-  m.def("allow_inplace_on_views", [](py::handle obj) { allow_inplace_on_views(obj); });
   // The module hooks come off at stop(): a module left mid-forward would keep its name on the
   // stack of enclosing modules (its forward hook pops it) and parent the next step's entries.
   m.def("clear_module_stack", [] { TorchCapture::module_stack().clear(); });
