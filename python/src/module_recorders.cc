@@ -13,8 +13,8 @@
 
 #include "api_hook.h"
 #include "module_backward.h"
-#include "torch/capture/torch_capture.h"
 #include "py_values.h"
+#include "torch/capture/torch_capture.h"
 
 namespace py = pybind11;
 using numprobe::capture::EntryRecord;
