@@ -14,21 +14,23 @@ namespace py = pybind11;
 namespace numprobe::python {
 namespace {
 
-// A float64, contiguous, CPU copy (or the tensor itself when it already is one), without
-// autograd: the comparison must never touch the training's graph or its tensors.
-at::Tensor as_float64(py::handle obj, const char* what) {
-  if (!THPVariable_Check(obj.ptr())) throw py::type_error(std::string(what) + " is not a tensor");
-  at::NoGradGuard no_grad;
-  return THPVariable_Unpack(obj.ptr()).detach().to(at::kCPU, at::kDouble).contiguous();
-}
-
+// Contiguous CPU copies (or the tensors themselves when they already are) in one floating type,
+// float32 unless either is float64 (fp16/bf16 widen exactly), without autograd: the comparison
+// never touches the training's graph or its tensors.
 std::pair<at::Tensor, at::Tensor> pair_of(py::handle a, py::handle b) {
-  at::Tensor x = as_float64(a, "the first output"), y = as_float64(b, "the second output");
+  for (py::handle h : {a, b}) {
+    if (!THPVariable_Check(h.ptr())) throw py::type_error("an output to compare is not a tensor");
+  }
+  at::NoGradGuard no_grad;
+  const at::Tensor& x = THPVariable_Unpack(a.ptr());
+  const at::Tensor& y = THPVariable_Unpack(b.ptr());
   if (x.numel() != y.numel()) {
     throw py::value_error("outputs of " + std::to_string(x.numel()) + " and " +
                           std::to_string(y.numel()) + " elements cannot be compared");
   }
-  return {x, y};
+  const auto type =
+      x.scalar_type() == at::kDouble || y.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  return {x.detach().to(at::kCPU, type).contiguous(), y.detach().to(at::kCPU, type).contiguous()};
 }
 
 }  // namespace
@@ -75,14 +77,19 @@ void register_free_benchmark(py::module_& m) {
       "perturbation_ratio",
       [](py::handle original, py::handle perturbed, double abs_tol) {
         auto [o, p] = pair_of(original, perturbed);
-        return capture::perturbation_ratio(o.data_ptr<double>(), p.data_ptr<double>(),
-                                           static_cast<size_t>(o.numel()), abs_tol);
+        const auto n = static_cast<size_t>(o.numel());
+        if (o.scalar_type() == at::kDouble)
+          return capture::perturbation_ratio(o.data_ptr<double>(), p.data_ptr<double>(), n,
+                                             abs_tol);
+        return capture::perturbation_ratio(o.data_ptr<float>(), p.data_ptr<float>(), n, abs_tol);
       },
       "msprobe's endless-norm ratio of two outputs (1 = unchanged); see free_benchmark_compare.h");
   m.def(
       "benchmark_errors",
       [](py::handle actual, py::handle golden, double small_value) {
         auto [a, g] = pair_of(actual, golden);
+        a = a.to(at::kDouble);
+        g = g.to(at::kDouble);
         auto e = capture::benchmark_errors(a.data_ptr<double>(), g.data_ptr<double>(),
                                            static_cast<size_t>(a.numel()), small_value);
         py::dict d;

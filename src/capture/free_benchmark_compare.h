@@ -15,6 +15,9 @@ namespace numprobe::capture {
 // (msprobe lets one NaN turn the whole ratio into "consistent"); n == 0 gives 1.
 double perturbation_ratio(const double* original, const double* perturbed, size_t n,
                           double abs_tol);
+// The same over float32 outputs (fp16/bf16 widen to float32 exactly), in float32 arithmetic
+// (its 2^-24 relative rounding is far below the tightest threshold, 1.0002).
+double perturbation_ratio(const float* original, const float* perturbed, size_t n, double abs_tol);
 
 // msprobe's single benchmark for to_cpu (the device output `actual` against the CPU `golden`):
 // the largest absolute error over elements with |actual| < small_value, the largest relative

@@ -102,7 +102,7 @@ TEST(FreeBenchmarkConfig, RulesBetweenFields) {
 TEST(FreeBenchmarkCompare, RatioIsOneForEqualOutputs) {
   std::vector<double> a = {1, -2, 3e-9, 0};
   EXPECT_EQ(perturbation_ratio(a.data(), a.data(), a.size(), 1e-4), 1.0);
-  EXPECT_EQ(perturbation_ratio(nullptr, nullptr, 0, 1e-4), 1.0);
+  EXPECT_EQ(perturbation_ratio(static_cast<const double*>(nullptr), nullptr, 0, 1e-4), 1.0);
 }
 
 TEST(FreeBenchmarkCompare, RatioIsTheLargestRelativeMove) {
@@ -119,6 +119,10 @@ TEST(FreeBenchmarkCompare, RatioIsTheLargestRelativeMove) {
 TEST(FreeBenchmarkCompare, NonFinitePairsAreSkipped) {
   std::vector<double> o = {NAN, 1.0, INFINITY}, p = {1.0, 2.0, 1.0};
   EXPECT_NEAR(perturbation_ratio(o.data(), p.data(), 3, 1e-4), 2.0 / (1.0 + 1e-4), 1e-12);
+  // past the 16-lane blocks too, in float
+  std::vector<float> of(40, 1.0f), pf(40, 1.0f);
+  of[3] = NAN, pf[20] = INFINITY, of[37] = 3.0f;
+  EXPECT_NEAR(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-4), 3.0 / (1.0 + 1e-4), 1e-6);
 }
 
 TEST(FreeBenchmarkCompare, BenchmarkErrors) {
@@ -134,4 +138,12 @@ TEST(FreeBenchmarkCompare, BenchmarkErrors) {
   std::vector<double> g1 = {3.0};
   EXPECT_DOUBLE_EQ(benchmark_errors(nan_actual.data(), g1.data(), 1, 1.0).max_rel,
                    2.0 / 3.0);  // NaN counts as 1
+}
+
+TEST(FreeBenchmarkCompare, FloatAndDoubleAgree) {
+  std::vector<double> o = {1.0, 10.0, 5e-5, -3.0}, p = {1.0, 10.5, 9e-5, -2.0};
+  std::vector<float> of(o.begin(), o.end()), pf(p.begin(), p.end());
+  EXPECT_NEAR(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-4),
+              perturbation_ratio(o.data(), p.data(), o.size(), 1e-4), 1e-6);
+  EXPECT_NEAR(perturbation_ratio(o.data(), p.data(), o.size(), 1e-4), 3.0 / (2.0 + 1e-4), 1e-12);
 }
