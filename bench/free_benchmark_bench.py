@@ -10,26 +10,22 @@ Rounds alternate uncaptured and captured steps, so slow drifts of this VM cancel
 median over rounds of median captured step / median uncaptured step. "re-runs/step" is how many
 API calls were perturbed and re-run per step.
 Usage: /usr/bin/python3 bench/free_benchmark_bench.py [--rounds=N] [--steps=N]
-(with PYTHONPATH=python after `make build`; the torch 2.x lane: PYTHONPATH=build-torch2/python)
+(numprobe from python/ after `make build`; the torch 2.x lane: NUMPROBE_PYTHONPATH=build-torch2/python
+.venv/torch2/bin/python bench/free_benchmark_bench.py)
 """
 import json
 import os
 import statistics
 import sys
 import tempfile
-import time
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# capture_bench: one thread for real (OpenBLAS too), numprobe from NUMPROBE_PYTHONPATH or python/,
+# its step timer and its --rounds/--steps options
+import capture_bench as cb  # noqa: E402
+import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import numprobe  # noqa: E402
-
-
-def _option(name, default):
-    for a in sys.argv[1:]:
-        if a.startswith(f"--{name}="):
-            return int(a.split("=", 1)[1])
-    return default
 
 
 def build(dtype):
@@ -47,12 +43,7 @@ def build(dtype):
 
 
 def timed(fn, n):
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out)
+    return statistics.median(cb.timed(fn, n))
 
 
 def measure(dtype, mode, max_sample, rounds, steps, root):
@@ -87,8 +78,8 @@ def measure(dtype, mode, max_sample, rounds, steps, root):
 
 
 def main():
-    torch.set_num_threads(1)
-    rounds, steps = _option("rounds", 5), _option("steps", 4)
+    rounds = int(cb.ROUNDS[0]) if cb.ROUNDS else 5
+    steps = int(cb.STEPS[0]) if cb.STEPS else 4
     print(f"torch {torch.__version__}, TransformerEncoderLayer(128, 4, 512), batch 8 x 64, "
           f"fwd+bwd+SGD, 1 thread, {rounds} rounds x {steps} steps")
     print(f"{'dtype':<9} {'pert_mode':<18} {'max_sample':>10} {'plain ms':>9} {'captured ms':>12} "
