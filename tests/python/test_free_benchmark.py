@@ -276,6 +276,13 @@ def test_task_argument_and_level(tmp_path):
         numprobe.PrecisionDebugger(config_path=str(path), task="free_benchmark", level="mix")
 
 
+def test_the_dump_engine_refuses_the_task(tmp_path):
+    """A capture session given free_benchmark would dump statistics instead: it refuses."""
+    cfg = json.dumps({"task": "free_benchmark", "dump_path": str(tmp_path / "o")})
+    with pytest.raises(_C.NumprobeError, match="free_benchmark"):
+        _C.Engine(cfg, "config.json")
+
+
 # ---- msprobe, live ---------------------------------------------------------------------------
 def _msprobe_free_benchmark():
     live("msprobe")

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capture/capture_config.h"
+#include "capture/capture_session.h"
 #include "capture/free_benchmark_compare.h"
 #include "numprobe/error.h"
 
@@ -97,6 +98,16 @@ TEST(FreeBenchmarkConfig, RulesBetweenFields) {
   expect_error("", {"level", "L1"}, R"("level": "mix", )");
   EXPECT_NO_THROW(
       parse_fb(R"("handler_type": "fix", "pert_mode": "to_cpu", "fuzz_device": "cpu")"));
+}
+
+TEST(FreeBenchmarkConfig, CaptureSessionRefusesTheTask) {
+  // The Python torch front runs free_benchmark; a session would dump statistics instead.
+  try {
+    CaptureSession s(parse_fb(""));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("free_benchmark"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FreeBenchmarkCompare, RatioIsOneForEqualOutputs) {
