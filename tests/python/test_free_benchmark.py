@@ -222,6 +222,16 @@ def test_list_scope_and_max_sample_limit_the_perturbed_calls(tmp_path):
     dbg.close()
     assert dbg.free_benchmark.calls_perturbed == 3  # the sample count starts again each step
 
+    # scope [A, B]: the calls from A through B (capture's own rule), here tanh, dropout, gelu
+    cfg = write_config(tmp_path, section(scope=["Torch.tanh.0.forward",
+                                                "Functional.gelu.0.forward"]))
+    dbg = numprobe.PrecisionDebugger(config_path=str(cfg))
+    dbg.start()
+    model(x, small)
+    dbg.stop()
+    dbg.close()
+    assert dbg.free_benchmark.calls_perturbed == 3
+
     cfg = write_config(tmp_path, section(), step=[1])
     dbg = numprobe.PrecisionDebugger(config_path=str(cfg))
     train(*make(), steps=1, debugger=dbg)
