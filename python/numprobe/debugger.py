@@ -173,6 +173,10 @@ class PrecisionDebugger:
                                             _C.check_config, NumprobeError)
         if PrecisionDebugger._instance is not None:
             PrecisionDebugger._instance.close()
+        self._free = None
+        if cfg.get("task") == "free_benchmark":
+            self._init_free_benchmark(cfg, source)
+            return
         self._engine = _C.Engine(json.dumps(cfg), source)
         self._engine.set_environment_info("python", _environment_extra())
         PrecisionDebugger._instance = self
@@ -199,8 +203,20 @@ class PrecisionDebugger:
         _C.set_internal_callers(_hook_machinery_codes(), ["Tensor.view_as"])
         atexit.register(self._at_exit)
 
+    def _init_free_benchmark(self, cfg, source):
+        """task free_benchmark: no dump, no engine session; numprobe/free_benchmark.py re-runs
+        the APIs with perturbed inputs and writes free_benchmark.csv."""
+        from .free_benchmark import FreeBenchmark
+        self._free = FreeBenchmark(json.dumps(cfg), source)
+        self._engine = None
+        self.level, self.task = "L1", "free_benchmark"
+        PrecisionDebugger._instance = self
+        atexit.register(self._at_exit)
+
     # ---- msprobe API ---------------------------------------------------------------------------
     def start(self, model=None, token_range=None, rank_id=None):
+        if self._free is not None:
+            return self._free.start(rank_id)
         if self.level in ("L1", "mix") and not self._dist_wrapped:
             self._wrap_distributed()
         if not self._rank_set:
@@ -223,12 +239,16 @@ class PrecisionDebugger:
         goes on: they are complete after flush(), close() or the end of the process (a crash
         leaves the journal, which `numprobe recover` and every numprobe reader assemble).
         The module hooks come off here: code after stop() runs the model without them."""
+        if self._free is not None:
+            return self._free.stop()
         self._pop_mode()
         self._detach_hooks()
         self._started = False
         self._engine.stop()
 
     def step(self):
+        if self._free is not None:
+            return self._free.step()
         was_started = self._started
         self._pop_mode()
         self._engine.step()
@@ -248,6 +268,8 @@ class PrecisionDebugger:
         self.stop()
 
     def set_init_step(self, step):
+        if self._free is not None:
+            return self._free.set_init_step(step)
         self._engine.set_init_step(int(step))
 
     def save(self, variable, name, save_backward=True):
@@ -308,14 +330,21 @@ class PrecisionDebugger:
     # ---- numprobe additions --------------------------------------------------------------------
     @property
     def dump_path(self):
-        return self._engine.dump_path()
+        return self._free.dump_path if self._free is not None else self._engine.dump_path()
 
     @property
     def current_step(self):
-        return self._engine.current_step()
+        return self._free.current_step if self._free is not None else self._engine.current_step()
+
+    @property
+    def free_benchmark(self):
+        """task free_benchmark: the runner (csv_path, rows_written, calls_perturbed); else None."""
+        return self._free
 
     def flush(self):
         """Waits until every captured entry and completed step is on disk."""
+        if self._free is not None:
+            return  # free_benchmark.csv rows are written as they are found
         self._engine.flush()
 
     def stats(self):
@@ -324,6 +353,11 @@ class PrecisionDebugger:
 
     def close(self):
         """Finishes the files and releases the engine (a new PrecisionDebugger may start)."""
+        if self._free is not None:
+            self._free.close()
+            if PrecisionDebugger._instance is self:
+                PrecisionDebugger._instance = None
+            return
         if self._engine is None:
             return
         self._pop_mode()
@@ -355,7 +389,7 @@ class PrecisionDebugger:
         torch.autograd.backward(tensor, gradient, retain_graph, create_graph, inputs=inputs)
 
     def _at_exit(self):
-        if self._engine is not None:
+        if self._engine is not None or self._free is not None:
             self.close()
 
     @staticmethod

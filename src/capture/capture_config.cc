@@ -22,10 +22,11 @@ using nlohmann::json;
 constexpr int64_t kMaxStepOrRank = 1000000;
 constexpr std::streamoff kMaxConfigBytes = 64ll << 20;
 
-const char* const kTaskNames[] = {"statistics", "tensor", "overflow_check", "structure"};
+const char* const kTaskNames[] = {"statistics", "tensor", "overflow_check", "structure",
+                                  "free_benchmark"};
 // msprobe tasks (mstt Const.TASK_LIST and the successor's) that are not capture tasks.
-const char* const kOtherTasks[] = {"free_benchmark", "grad_probe", "run_ut",    "acc_check",
-                                   "exception_dump", "nan_check",  "diff_check"};
+const char* const kOtherTasks[] = {"grad_probe",     "run_ut",    "acc_check",
+                                   "exception_dump", "nan_check", "diff_check"};
 
 // A user string for a message: JSON-quoted (control bytes escaped), truncated.
 std::string quote(std::string_view s) {
@@ -249,6 +250,33 @@ json parse_json(std::string_view text, const std::string& source) {
   }
 }
 
+// The free_benchmark section's own fields; false for scope/list and unknown keys (the common
+// code takes those).
+bool parse_free_benchmark_field(const Parser& p, const std::string& key, const std::string& f,
+                                const json& v, CaptureConfig& cfg) {
+  FreeBenchmarkConfig& fb = cfg.free_benchmark;
+  if (key == "pert_mode") {
+    fb.pert_mode = p.choice(f, v, kPertModes);
+  } else if (key == "handler_type") {
+    fb.handler_type = p.choice(f, v, kHandlerTypes);
+  } else if (key == "fuzz_stage") {
+    fb.fuzz_stage = p.choice(f, v, kFuzzStages);
+  } else if (key == "fuzz_device") {
+    fb.fuzz_device = p.choice(f, v, kFuzzDevices);
+  } else if (key == "fuzz_level") {
+    fb.fuzz_level = p.choice(f, v, kFuzzLevels);
+  } else if (key == "if_preheat") {
+    fb.if_preheat = p.boolean(f, v);
+  } else if (key == "preheat_step" || key == "max_sample") {
+    int64_t n = p.integer(f, v);
+    if (n <= 0) p.fail(f, std::to_string(n) + " must be > 0");
+    (key == "preheat_step" ? fb.preheat_step : fb.max_sample) = n;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void parse_task_section(const Parser& p, const std::string& section, const json& obj,
                         CaptureConfig& cfg) {
   if (!obj.is_object()) p.wrong_type(section, "an object", obj);
@@ -269,6 +297,9 @@ void parse_task_section(const Parser& p, const std::string& section, const json&
       continue;
     }
     const bool dump_task = cfg.task == Task::kStatistics || cfg.task == Task::kTensor;
+    if (cfg.task == Task::kFreeBenchmark && parse_free_benchmark_field(p, key, f, v, cfg)) {
+      continue;
+    }
     if (key == "scope") {
       cfg.scope = p.string_list(f, v);
       if (cfg.scope.size() != 0 && cfg.scope.size() != 2) {
@@ -319,6 +350,8 @@ std::string_view task_name(Task t) {
       return "overflow_check";
     case Task::kStructure:
       return "structure";
+    case Task::kFreeBenchmark:
+      return "free_benchmark";
   }
   return "statistics";
 }
@@ -345,11 +378,11 @@ std::string_view summary_mode_name(SummaryMode m) {
 
 Task parse_task(std::string_view s, const std::string& where) {
   static constexpr Task kTasks[] = {Task::kStatistics, Task::kTensor, Task::kOverflowCheck,
-                                    Task::kStructure};
+                                    Task::kStructure, Task::kFreeBenchmark};
   for (size_t i = 0; i < std::size(kTaskNames); ++i) {
     if (s == kTaskNames[i]) return kTasks[i];
   }
-  const std::string supported = "statistics, tensor, overflow_check, structure";
+  const std::string supported = "statistics, tensor, overflow_check, structure, free_benchmark";
   if (is_one_of(s, std::begin(kOtherTasks), std::end(kOtherTasks))) {
     throw InputError(where,
                      "field \"task\": task " + quote(s) +
@@ -410,6 +443,10 @@ CaptureConfig parse_capture_config(std::string_view json_text, const std::string
     } else {
       p.fail(key, "unknown field");
     }
+  }
+  if (cfg.task == Task::kFreeBenchmark) {
+    check_free_benchmark(cfg.free_benchmark, cfg.list.empty(), cfg.level == Level::kL1,
+                         source_name);
   }
   return cfg;
 }

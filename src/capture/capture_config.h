@@ -16,9 +16,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "capture/free_benchmark_config.h"
+
 namespace numprobe::capture {
 
-enum class Task { kStatistics, kTensor, kOverflowCheck, kStructure };
+// kFreeBenchmark is run by the Python torch front (numprobe/free_benchmark.py), not by a
+// CaptureSession, which refuses it.
+enum class Task { kStatistics, kTensor, kOverflowCheck, kStructure, kFreeBenchmark };
 enum class Level { kL0, kL1, kMix, kL2, kDebug };
 enum class SummaryMode { kStatistics, kMd5 };
 
@@ -43,8 +47,9 @@ struct CaptureConfig {
   std::vector<std::string> tensor_list;  // statistics task: substrings of entry names
   DataMode data_mode;
   SummaryMode summary_mode = SummaryMode::kStatistics;
-  std::string file_format = "npy";  // "npy" | "bin"
-  int64_t overflow_nums = 1;        // -1 = unlimited; otherwise > 0
+  std::string file_format = "npy";     // "npy" | "bin"
+  int64_t overflow_nums = 1;           // -1 = unlimited; otherwise > 0
+  FreeBenchmarkConfig free_benchmark;  // task free_benchmark (scope and list above apply)
 };
 
 std::string_view task_name(Task t);                 // "statistics", "tensor", "overflow_check", ...
@@ -53,7 +58,7 @@ std::string_view summary_mode_name(SummaryMode m);  // "statistics", "md5"
 
 // `where` names the origin for the message (a file name, or e.g. "PrecisionDebugger"); the error
 // reads `<where>: field "task": ...`. Tasks msprobe knows but capture does not implement
-// (free_benchmark, run_ut, ...) get their own message.
+// (grad_probe, run_ut, ...) get their own message.
 Task parse_task(std::string_view s, const std::string& where);
 Level parse_level(std::string_view s, const std::string& where);
 

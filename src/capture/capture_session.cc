@@ -59,6 +59,14 @@ struct CaptureSession::Job {
 
 CaptureSession::CaptureSession(CaptureConfig cfg)
     : cfg_(std::move(cfg)), id_(g_next_session_id.fetch_add(1)) {
+  if (cfg_.task == Task::kFreeBenchmark) {
+    // A session would silently dump statistics instead: free_benchmark runs in the Python torch
+    // front (numprobe.PrecisionDebugger), which never makes a session for it.
+    throw InputError(
+        cfg_.dump_path,
+        "task \"free_benchmark\" is run by numprobe.PrecisionDebugger for torch, not by "
+        "this capture engine");
+  }
   cfg_.dump_path = absolute(cfg_.dump_path);
   thread_ = std::thread([this] { writer_loop(); });
 }

@@ -133,8 +133,7 @@ TEST(CaptureConfig, BadTaskAndLevel) {
   EXPECT_EQ(error_of(R"({"level": "L3"})"),
             "config.json: field \"level\": \"L3\" is not one of L0, L1, L2, mix, debug");
   expect_error(R"({"task": "stats"})", {"field \"task\"", "\"stats\" is not one of"});
-  for (const char* t :
-       {"free_benchmark", "grad_probe", "run_ut", "acc_check", "exception_dump", "nan_check"}) {
+  for (const char* t : {"grad_probe", "run_ut", "acc_check", "exception_dump", "nan_check"}) {
     expect_error(std::string(R"({"task": ")") + t + "\"}",
                  {"field \"task\"", std::string("task \"") + t + "\"",
                   "is not a capture task numprobe supports"});

@@ -1,0 +1,105 @@
+#include "free_benchmark_bindings.h"
+
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <string>
+
+#include "capture/capture_config.h"
+#include "capture/free_benchmark_compare.h"
+#include "numprobe/error.h"
+
+namespace py = pybind11;
+
+namespace numprobe::python {
+namespace {
+
+// Contiguous CPU copies (or the tensors themselves when they already are) in one floating type,
+// float32 unless either is float64 (fp16/bf16 widen exactly), without autograd: the comparison
+// never touches the training's graph or its tensors.
+std::pair<at::Tensor, at::Tensor> pair_of(py::handle a, py::handle b) {
+  for (py::handle h : {a, b}) {
+    if (!THPVariable_Check(h.ptr())) throw py::type_error("an output to compare is not a tensor");
+  }
+  at::NoGradGuard no_grad;
+  const at::Tensor& x = THPVariable_Unpack(a.ptr());
+  const at::Tensor& y = THPVariable_Unpack(b.ptr());
+  if (x.numel() != y.numel()) {
+    throw py::value_error("outputs of " + std::to_string(x.numel()) + " and " +
+                          std::to_string(y.numel()) + " elements cannot be compared");
+  }
+  const auto type =
+      x.scalar_type() == at::kDouble || y.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  return {x.detach().to(at::kCPU, type).contiguous(), y.detach().to(at::kCPU, type).contiguous()};
+}
+
+}  // namespace
+
+void register_free_benchmark(py::module_& m) {
+  using capture::CaptureConfig;
+  m.def(
+      "free_benchmark_config",
+      [](const std::string& text, const std::string& source) {
+        CaptureConfig c = capture::parse_capture_config(text, source);
+        if (c.task != capture::Task::kFreeBenchmark)
+          throw InputError(source, "field \"task\": expected \"free_benchmark\"");
+        const auto& fb = c.free_benchmark;
+        py::dict d;
+        d["dump_path"] = c.dump_path;
+        d["step"] = c.steps;
+        d["rank"] = c.ranks;
+        d["scope"] = c.scope;
+        d["list"] = c.list;
+        d["pert_mode"] = fb.pert_mode;
+        d["handler_type"] = fb.handler_type;
+        d["fuzz_level"] = fb.fuzz_level;
+        d["fuzz_stage"] = fb.fuzz_stage;
+        d["fuzz_device"] = fb.fuzz_device;
+        d["if_preheat"] = fb.if_preheat;
+        d["preheat_step"] = fb.preheat_step;
+        d["max_sample"] = fb.max_sample;
+        return d;
+      },
+      "The checked free_benchmark config of a config.json text (dict of msprobe's fields).");
+
+  // Capture's own list/scope rules (capture_config.h, EntryFilter) over API entry names; at L1
+  // there is no enclosing module.
+  py::class_<capture::EntryFilter>(m, "FreeBenchmarkFilter")
+      .def(py::init([](const std::string& text, const std::string& source) {
+        return capture::EntryFilter(capture::parse_capture_config(text, source));
+      }))
+      .def("selects_everything", &capture::EntryFilter::selects_everything)
+      .def("wants", [](capture::EntryFilter& f,
+                       const std::string& entry) { return f.wants_forward(entry, ""); })
+      .def("reset", &capture::EntryFilter::reset);
+
+  m.def(
+      "perturbation_ratio",
+      [](py::handle original, py::handle perturbed, double abs_tol) {
+        auto [o, p] = pair_of(original, perturbed);
+        const auto n = static_cast<size_t>(o.numel());
+        if (o.scalar_type() == at::kDouble)
+          return capture::perturbation_ratio(o.data_ptr<double>(), p.data_ptr<double>(), n,
+                                             abs_tol);
+        return capture::perturbation_ratio(o.data_ptr<float>(), p.data_ptr<float>(), n, abs_tol);
+      },
+      "msprobe's endless-norm ratio of two outputs (1 = unchanged); see free_benchmark_compare.h");
+  m.def(
+      "benchmark_errors",
+      [](py::handle actual, py::handle golden, double small_value) {
+        auto [a, g] = pair_of(actual, golden);
+        a = a.to(at::kDouble);
+        g = g.to(at::kDouble);
+        auto e = capture::benchmark_errors(a.data_ptr<double>(), g.data_ptr<double>(),
+                                           static_cast<size_t>(a.numel()), small_value);
+        py::dict d;
+        d["max_abs_small"] = e.max_abs_small;
+        d["max_rel"] = e.max_rel;
+        d["err_balance"] = e.err_balance;
+        d["golden_finite"] = e.golden_finite;
+        return d;
+      },
+      "to_cpu's errors of a device output against its CPU re-run; see free_benchmark_compare.h");
+}
+
+}  // namespace numprobe::python
