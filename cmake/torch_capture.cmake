@@ -184,3 +184,5 @@ target_link_libraries(numprobe_replay_torch PUBLIC numprobe_acccheck numprobe_to
 target_compile_options(numprobe_replay_torch PRIVATE ${NUMPROBE_WARNINGS})
 # numprobe_compare: the MindSpore -> PyTorch API table acc-check replays MindSpore dumps with.
 target_link_libraries(numprobe_python PRIVATE numprobe_replay_torch numprobe_compare)
+# grad_probe's writer (task "grad_probe": PrecisionDebugger.monitor).
+target_link_libraries(numprobe_python PRIVATE numprobe_gradprobe)

@@ -16,6 +16,7 @@
 #include "capture/torch/tensor_leaf.h"
 #include "capture/torch/torch_capture.h"
 #include "direct_mode.h"
+#include "grad_probe_bindings.h"
 #include "module_recorders.h"
 #include "monitor_bindings.h"
 #include "numprobe/error.h"
@@ -140,4 +141,5 @@ PYBIND11_MODULE(_C, m) {
 
   numprobe::python::register_module_recorders(m);
   numprobe::python::register_monitor(m);
+  numprobe::python::register_grad_probe(m);
 }

@@ -59,6 +59,11 @@ struct CaptureSession::Job {
 
 CaptureSession::CaptureSession(CaptureConfig cfg)
     : cfg_(std::move(cfg)), id_(g_next_session_id.fetch_add(1)) {
+  // grad_probe records gradients at optimizer steps, not calls: a capture session with it would
+  // silently dump statistics instead (numprobe.PrecisionDebugger routes it to its own writer).
+  if (cfg_.task == Task::kGradProbe)
+    throw Error(
+        "task \"grad_probe\" is not a capture of calls: use PrecisionDebugger.monitor(model)");
   cfg_.dump_path = absolute(cfg_.dump_path);
   thread_ = std::thread([this] { writer_loop(); });
 }
