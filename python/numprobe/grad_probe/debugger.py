@@ -11,6 +11,7 @@
 - Gradients are read, never written: training is bitwise unchanged.
 """
 import functools
+import importlib
 import json
 
 import torch
@@ -75,7 +76,8 @@ class GradProbeDebugger:
     def _install(self):
         if self._hook is not None or self._wrapped:
             return
-        register = getattr(torch.optim.optimizer, "register_optimizer_step_pre_hook", None)
+        optimizer_module = importlib.import_module("torch.optim.optimizer")
+        register = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
         if register is not None:
             self._hook = register(lambda optimizer, args, kwargs: self._pre_step())
             return
