@@ -63,6 +63,8 @@ void register_grad_probe(py::module_& m) {
            [](GradProbeWriter& w) {
              return std::string(capture::grad_level_name(w.config().grad_probe.level));
            })
+      .def("flush", &GradProbeWriter::flush, py::call_guard<py::gil_scoped_release>(),
+           "Waits until every queued file is written; raises a write error.")
       .def("record_step", &record_step,
            "Writes grad_summary_{step}.csv and, at L1/L2, step{step}/{name}.npy for the given "
            "parameters' gradients.");

@@ -84,6 +84,15 @@ void compare_rank(int64_t rank, const RankDir& d1, const RankDir& d2, GradCompar
       res.gaps.push_back({rank, s, "", what});
       continue;
     }
+    // The writer renames a step's summary into place after its direction files: a step folder
+    // without it is a step cut short (a killed run), not one to compare.
+    if (!d1.summaries.count(s) || !d2.summaries.count(s)) {
+      res.gaps.push_back({rank, s, "",
+                          std::string(d1.summaries.count(s) ? "run2" : "run1") + " has step" +
+                              std::to_string(s) + "/ but no grad_summary_" + std::to_string(s) +
+                              ".csv (an interrupted step?)"});
+      continue;
+    }
     const auto f1 = list_direction_files(d1.step_dirs.at(s));
     const auto f2 = list_direction_files(d2.step_dirs.at(s));
     const size_t col = rc.steps.size();

@@ -6,8 +6,6 @@
 #include <climits>
 #include <utility>
 
-#include "base/file_util.h"
-#include "core/npy.h"
 #include "numprobe/error.h"
 
 namespace numprobe::grad_probe {
@@ -46,35 +44,34 @@ bool GradProbeWriter::param_selected(const std::string& name) const {
 void GradProbeWriter::begin_step(int64_t step) {
   step_ = step;
   step_dir_made_ = false;
-  text_ = summary_header(cfg_.grad_probe);
-  base::make_dirs(rank_dir());
+  text_ = std::string(kUtf8Bom) + summary_header(cfg_.grad_probe);
+  files_.make_dirs(rank_dir());
 }
 
 void GradProbeWriter::add(const std::string& name, const void* data, size_t count, DType dtype,
                           const std::vector<int64_t>& shape) {
   if (step_ < 0) throw Error("grad_probe writer: add() before begin_step()");
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw Error("grad_probe: parameter name \"" + name + "\" cannot name a direction file");
   const bool directions = cfg_.grad_probe.level != capture::GradLevel::kL0;
-  if (directions) direction_.resize(count);
+  std::vector<uint8_t> direction(directions ? count : 0);
   GradStat s = compute_grad_stat(name, data, count, dtype, shape, cfg_.grad_probe,
-                                 directions ? direction_.data() : nullptr);
+                                 directions ? direction.data() : nullptr);
   text_ += summary_line(s, cfg_.grad_probe);
   if (!directions) return;
   const std::string dir = rank_dir() + "/step" + std::to_string(step_);
   if (!step_dir_made_) {
-    base::make_dirs(dir);
+    files_.make_dirs(dir);
     step_dir_made_ = true;
   }
-  write_npy(dir + "/" + name + ".npy", direction_.data(), DType::kBool, shape);
+  files_.write_bool_npy(dir + "/" + name + ".npy", std::move(direction), shape);
 }
 
 void GradProbeWriter::end_step() {
   if (step_ < 0) return;
   // No fsync: a step's files are rewritten by a rerun, and fsync per step would cost milliseconds.
-  base::AtomicFileWriter out(rank_dir() + "/grad_summary_" + std::to_string(step_) + ".csv",
-                             /*durable=*/false);
-  out.write(kUtf8Bom);
-  out.write(text_);
-  out.commit();
+  files_.write_text(rank_dir() + "/grad_summary_" + std::to_string(step_) + ".csv",
+                    std::move(text_));
   step_ = -1;
   text_.clear();
 }

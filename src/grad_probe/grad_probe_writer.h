@@ -2,7 +2,9 @@
 //   {dump_path}/rank{r}/grad_summary_{step}.csv   one line per recorded parameter
 //   {dump_path}/rank{r}/step{step}/{param}.npy    grad > 0 as a numpy bool array (L1, L2)
 // Each file goes to a temporary name and is renamed into place, so a reader never sees half a
-// file; the summary is written last, after the step's direction files.
+// file; the summary is written last, after the step's direction files. Statistics and direction
+// bits are computed on the calling thread (the gradient is only valid there); the files are written
+// by a FileQueue thread: flush() waits for them and reports a write error.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "capture/capture_config.h"
+#include "grad_probe/file_queue.h"
 #include "grad_probe/grad_summary.h"
 #include "numprobe/dtype.h"
 
@@ -36,6 +39,8 @@ class GradProbeWriter {
            const std::vector<int64_t>& shape);
   // Writes grad_summary_{step}.csv (the header alone when no parameter had a gradient, as msprobe).
   void end_step();
+  // Returns once every file of the steps ended so far is on disk; rethrows a write error.
+  void flush() { files_.flush(); }
 
  private:
   capture::CaptureConfig cfg_;
@@ -43,7 +48,7 @@ class GradProbeWriter {
   int64_t step_ = -1;
   bool step_dir_made_ = false;
   std::string text_;
-  std::vector<uint8_t> direction_;
+  FileQueue files_;
 };
 
 }  // namespace numprobe::grad_probe

@@ -8,8 +8,11 @@
 - torch 2.x: ``torch.optim.optimizer.register_optimizer_step_pre_hook``. torch 1.13 has no global
   optimizer hook (msprobe records nothing there); numprobe wraps ``step`` of every Optimizer class
   defined when ``monitor()`` is called (close() puts them back).
-- Gradients are read, never written: training is bitwise unchanged.
+- Gradients are read, never written: training is bitwise unchanged. The engine computes on the
+  training thread and writes the files on its own thread: ``flush()``/``close()`` (and the end of
+  the process) wait for them.
 """
+import atexit
 import functools
 import importlib
 import json
@@ -66,6 +69,7 @@ class GradProbeDebugger:
         rank = dist.get_rank() if distributed else 0
         if self._writer is None:
             self._writer = _C.GradProbe(self._cfg_text, self._source, rank)
+            atexit.register(self.flush)
         known = {name for name, _ in self._params}
         self._params += [(n, p) for n, p in model.named_parameters()
                          if n not in known and self._writer.param_selected(n)]
@@ -119,7 +123,9 @@ class GradProbeDebugger:
         pass
 
     def flush(self):
-        pass
+        """Waits until every recorded step's files are on disk."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def close(self):
         if self._hook is not None:
@@ -128,3 +134,4 @@ class GradProbeDebugger:
         for cls, orig in reversed(self._wrapped):
             cls.step = orig
         self._wrapped = []
+        self.flush()

@@ -160,6 +160,12 @@ TEST(GradCompare, MissingStepsAndFilesAreNamedGaps) {
   write_run(d + "/b", 4, -1);
   fs::remove_all(d + "/b/rank0/step1");
   fs::remove(d + "/b/rank0/step3/fc.bias.npy");
+  write_run(d + "/a2", 4, -1);
+  fs::remove(d + "/a2/rank0/grad_summary_2.csv");  // as a run killed inside step 2 leaves it
+  GradCompareResult k = compare_grad_runs(d + "/a", d + "/a2", {});
+  ASSERT_EQ(k.gaps.size(), 1u);
+  EXPECT_EQ(k.gaps[0].what, "run2 has step2/ but no grad_summary_2.csv (an interrupted step?)");
+  EXPECT_EQ(k.ranks[0].steps, (std::vector<int64_t>{0, 1, 3}));
   GradCompareResult r = compare_grad_runs(d + "/a", d + "/b", {});
   ASSERT_EQ(r.gaps.size(), 2u);
   EXPECT_EQ(r.gaps[0].step, 1);
