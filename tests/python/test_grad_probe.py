@@ -246,7 +246,13 @@ def msprobe_grad_probe():
         pytest.skip("msprobe 26.2 has no grad_probe (removed from the release); set NUMPROBE_MSTT_SRC "
                     "to mstt's debug/accuracy_tools/msprobe to run msprobe's grad_probe against numprobe")
     import msprobe.core
+    import msprobe.core.common.file_utils as file_utils
     import msprobe.pytorch
+    if not hasattr(file_utils, "change_mode"):  # 26.2 dropped it; grad_probe's utils imports it
+        file_utils.change_mode = lambda path, mode: os.chmod(path, mode)
+    from msprobe.core.common.const import FileCheckConst
+    if not hasattr(FileCheckConst, "DATA_FILE_AUTHORITY"):  # the plots' file mode, also dropped
+        FileCheckConst.DATA_FILE_AUTHORITY = 0o640
     for pkg, parent in (("msprobe.core.grad_probe", msprobe.core),
                         ("msprobe.pytorch.grad_probe", msprobe.pytorch)):
         mod = types.ModuleType(pkg)
