@@ -63,7 +63,8 @@ CaptureSession::CaptureSession(CaptureConfig cfg)
   // silently dump statistics instead (numprobe.PrecisionDebugger routes it to its own writer).
   if (cfg_.task == Task::kGradProbe)
     throw Error(
-        "task \"grad_probe\" is not a capture of calls: use PrecisionDebugger.monitor(model)");
+        "task \"grad_probe\" is not a capture of calls: numprobe records it through the torch "
+        "PrecisionDebugger's monitor(model)");
   cfg_.dump_path = absolute(cfg_.dump_path);
   thread_ = std::thread([this] { writer_loop(); });
 }
