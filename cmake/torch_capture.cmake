@@ -54,21 +54,21 @@ if(_np_torch_std AND _np_torch_std GREATER 17)
   message(STATUS "numprobe: torch's headers need C++${_np_torch_std}: the torch side builds with it")
 endif()
 
-# Torch's element types by name (torch_common/dtype_names.h): what capture and the acc-check replay
-# share, so the replay does not link capture.
-add_library(numprobe_torch_common STATIC ${CMAKE_SOURCE_DIR}/src/torch_common/dtype_names.cc)
-target_include_directories(numprobe_torch_common PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(numprobe_torch_common PUBLIC numprobe_core numprobe_torch_deps)
-target_compile_options(numprobe_torch_common PRIVATE ${NUMPROBE_WARNINGS})
-
-# Compiled once, linked twice: statically into the Python module, and as libnumprobe.so (the C++
-# API that find_package(numprobe) gives libtorch programs).
-file(GLOB NUMPROBE_CAPTURE_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/capture/torch/*.cc)
-add_library(numprobe_capture_torch_obj OBJECT ${NUMPROBE_CAPTURE_TORCH_SOURCES})
-target_include_directories(numprobe_capture_torch_obj PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(numprobe_capture_torch_obj PUBLIC numprobe_capture_core numprobe_monitor
-                                                        numprobe_torch_common numprobe_torch_deps)
-target_compile_options(numprobe_capture_torch_obj PRIVATE ${NUMPROBE_WARNINGS})
+# The torch room (src/torch/, docs/architecture.md): everything that includes torch. Its floor,
+# numprobe_torch (src/torch/*.cc): torch's element types by name, device statistics (and the CUDA
+# kernel below), the statistics cache, tensor leaves. Then the fronts inside it: capture (the C++
+# API and the Python module's recorder), the monitor's collector, and acc-check's aten replay.
+# (src/ is a -I directory, so a header named like one of libtorch's <torch/*.h> would shadow it:
+# names in src/torch/ stay numprobe's own.)
+numprobe_library(torch
+  USES capture
+  PUBLIC_LINK numprobe_torch_deps)
+numprobe_library(torch_capture
+  DIR torch/capture
+  USES torch capture)
+numprobe_library(torch_monitor
+  DIR torch/monitor
+  USES torch monitor)
 
 # The fused CUDA statistics kernel, where torch was built with CUDA and nvcc is found. It is compiled
 # without torch (plain pointers and a stream in; see cuda/device_stats_kernel.h); without it CUDA
@@ -109,31 +109,41 @@ elseif(NUMPROBE_WITH_CUDA AND TORCH_CUDA_LIBRARIES)
       set(_np_archs ${NUMPROBE_CUDA_ARCHITECTURES})
     endif()
     find_package(CUDAToolkit REQUIRED)
-    add_library(numprobe_cuda_stats STATIC ${CMAKE_SOURCE_DIR}/src/capture/torch/cuda/device_stats_kernel.cu
-                                           ${CMAKE_SOURCE_DIR}/src/capture/torch/cuda/pinned_staging.cc)
+    add_library(numprobe_cuda_stats STATIC ${CMAKE_SOURCE_DIR}/src/torch/cuda/device_stats_kernel.cu
+                                           ${CMAKE_SOURCE_DIR}/src/torch/cuda/pinned_staging.cc)
     target_compile_options(numprobe_cuda_stats PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${NUMPROBE_WARNINGS}>")
     target_include_directories(numprobe_cuda_stats PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
     set_target_properties(numprobe_cuda_stats PROPERTIES CUDA_STANDARD 17 POSITION_INDEPENDENT_CODE ON
                                                          CUDA_ARCHITECTURES "${_np_archs}")
     target_link_libraries(numprobe_cuda_stats PUBLIC CUDA::cudart)
-    target_compile_definitions(numprobe_capture_torch_obj PRIVATE NUMPROBE_CUDA_STATS_KERNEL)
-    target_link_libraries(numprobe_capture_torch_obj PRIVATE CUDA::cudart)
+    target_compile_definitions(numprobe_torch PRIVATE NUMPROBE_CUDA_STATS_KERNEL)
+    target_link_libraries(numprobe_torch PRIVATE numprobe_cuda_stats CUDA::cudart)
     set(NUMPROBE_CUDA_KERNEL ON)
   endif()
 endif()
 message(STATUS "numprobe: fused CUDA statistics kernel ${NUMPROBE_CUDA_KERNEL} ${_np_archs}")
 
-add_library(numprobe_capture_torch STATIC $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
-target_link_libraries(numprobe_capture_torch PUBLIC numprobe_capture_core numprobe_monitor numprobe_torch_common numprobe_torch_deps)
+# Compiled once, linked twice: statically into the Python module (numprobe_capture_torch), and as
+# libnumprobe.so (the C++ API that find_package(numprobe) gives libtorch programs), which holds the
+# torch room's archives whole.
+add_library(numprobe_capture_torch INTERFACE)
+target_link_libraries(numprobe_capture_torch INTERFACE numprobe_torch_capture numprobe_torch_monitor numprobe_torch)
 
-add_library(numprobe_shared SHARED $<TARGET_OBJECTS:numprobe_capture_torch_obj>)
+set(_np_torch_archives numprobe_torch_capture numprobe_torch_monitor numprobe_torch)
+set(_np_whole)
+foreach(_np_a IN LISTS _np_torch_archives)
+  list(APPEND _np_whole "$<TARGET_FILE:${_np_a}>")
+endforeach()
+file(WRITE ${CMAKE_BINARY_DIR}/numprobe_shared.cc "// libnumprobe.so: the torch room's archives, linked whole.\n")
+add_library(numprobe_shared SHARED ${CMAKE_BINARY_DIR}/numprobe_shared.cc)
+add_dependencies(numprobe_shared ${_np_torch_archives})
 set_target_properties(numprobe_shared PROPERTIES OUTPUT_NAME numprobe)
 target_include_directories(numprobe_shared INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>)
-target_link_libraries(numprobe_shared PRIVATE numprobe_torch_common numprobe_capture_core numprobe_monitor numprobe_format numprobe_core
+target_link_libraries(numprobe_shared PRIVATE -Wl,--whole-archive ${_np_whole} -Wl,--no-whole-archive
+                                              numprobe_capture numprobe_monitor numprobe_format numprobe_core
                                       PUBLIC numprobe_torch_deps)
 add_library(numprobe::numprobe ALIAS numprobe_shared)
 if(NUMPROBE_CUDA_KERNEL)
-  target_link_libraries(numprobe_capture_torch PRIVATE numprobe_cuda_stats)
   target_link_libraries(numprobe_shared PRIVATE numprobe_cuda_stats)
 endif()
 
@@ -177,12 +187,10 @@ install(TARGETS numprobe_python LIBRARY DESTINATION lib/numprobe/python/numprobe
 
 # acc-check replay: aten ops through the dispatcher, device vs reference comparison. Linked into
 # the Python module, where the L1 replay runs.
-file(GLOB NUMPROBE_REPLAY_TORCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/replay/torch/*.cc)
-add_library(numprobe_replay_torch STATIC ${NUMPROBE_REPLAY_TORCH_SOURCES})
-target_include_directories(numprobe_replay_torch PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(numprobe_replay_torch PUBLIC numprobe_acccheck numprobe_torch_common)
-target_compile_options(numprobe_replay_torch PRIVATE ${NUMPROBE_WARNINGS})
+numprobe_library(torch_replay
+  DIR torch/replay
+  USES torch acc_check)
 # numprobe_compare: the MindSpore -> PyTorch API table acc-check replays MindSpore dumps with.
-target_link_libraries(numprobe_python PRIVATE numprobe_replay_torch numprobe_compare)
+target_link_libraries(numprobe_python PRIVATE numprobe_torch_replay numprobe_compare)
 # grad_probe's writer (task "grad_probe": PrecisionDebugger.monitor).
-target_link_libraries(numprobe_python PRIVATE numprobe_gradprobe)
+target_link_libraries(numprobe_python PRIVATE numprobe_grad_probe)

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "acc_check_module.h"
 #include "capture/capture_config.h"
 #include "capture/capture_session.h"
 #include "numprobe/error.h"
@@ -146,6 +147,7 @@ PYBIND11_MODULE(_engine, m) {
   m.doc() = "numprobe's torch-free engine for Python capture fronts (MindSpore)";
   // As numprobe._C's: a ValueError, so scripts catch either binding's errors alike.
   py::register_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
+  numprobe::pyengine::register_acc_check(m);
 
   m.def(
       "check_config",

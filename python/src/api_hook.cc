@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "capture/torch/torch_capture.h"
+#include "torch/capture/torch_capture.h"
 #include "direct_mode.h"
 #include "py_values.h"
 

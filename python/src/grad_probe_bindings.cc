@@ -10,7 +10,7 @@
 #include "capture/capture_config.h"
 #include "grad_probe/grad_probe_writer.h"
 #include "numprobe/error.h"
-#include "torch_common/dtype_names.h"
+#include "torch/dtype_names.h"
 
 namespace py = pybind11;
 

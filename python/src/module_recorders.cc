@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "api_hook.h"
-#include "capture/torch/torch_capture.h"
+#include "torch/capture/torch_capture.h"
 #include "py_values.h"
 
 namespace py = pybind11;

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "capture/torch/monitor_collector.h"
+#include "torch/monitor/monitor_collector.h"
 #include "numprobe/error.h"
 #include "numprobe/monitor/config.h"
 

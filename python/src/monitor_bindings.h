@@ -1,5 +1,5 @@
 // Registers the training monitor's engine on numprobe._C: the config reader and the collector
-// numprobe.TrainerMon's hooks feed (capture/torch/monitor_collector.h).
+// numprobe.TrainerMon's hooks feed (torch/monitor/monitor_collector.h).
 #pragma once
 
 #include <pybind11/pybind11.h>

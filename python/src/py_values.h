@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "capture/torch/torch_capture.h"
+#include "torch/capture/torch_capture.h"
 
 namespace numprobe::python {
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "numprobe/error.h"
 
@@ -50,6 +51,35 @@ void AtomicFileWriter::commit() {
     ::unlink(tmp_.c_str());
     throw Error(path_ + ": cannot rename into place: " + strerror(e));
   }
+}
+
+TempPath::TempPath(std::string path, bool durable)
+    : path_(std::move(path)), tmp_(path_ + ".tmp" + std::to_string(::getpid())), durable_(durable) {
+  ::unlink(tmp_.c_str());  // a leftover of a killed run with this pid
+}
+
+TempPath::~TempPath() {
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void TempPath::commit() {
+  if (durable_) {
+    int fd = ::open(tmp_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      int e = errno;
+      if (fd >= 0) ::close(fd);
+      throw Error(tmp_ + ": flush failed: " + strerror(e));
+    }
+    ::close(fd);
+  }
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    throw Error(path_ + ": cannot rename " + tmp_ + " into place: " + strerror(errno));
+  }
+  committed_ = true;
+}
+
+void sync_data(int fd, const std::string& name) {
+  if (::fdatasync(fd) != 0) throw Error(name + ": flush failed: " + strerror(errno));
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {

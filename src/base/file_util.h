@@ -33,4 +33,26 @@ class AtomicFileWriter {
   bool durable_ = true;
 };
 
+// A temporary path beside `path` for libraries that write a file by name (SQLite, libxlsxwriter):
+// they write tmp() (path.tmp<pid>, so two processes writing one output never share it); commit()
+// fsyncs it when durable and renames it over `path`. Destroyed without commit(), the temporary is
+// removed and `path` is untouched. The one commit rule of every writer: AtomicFileWriter streams,
+// TempPath lends a name.
+class TempPath {
+ public:
+  explicit TempPath(std::string path, bool durable = true);
+  ~TempPath();
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  const std::string& tmp() const { return tmp_; }
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  bool durable_ = true, committed_ = false;
+};
+
+// fdatasync(fd): a journal's record made durable before the next one (`name` names it in errors).
+void sync_data(int fd, const std::string& name);
+
 }  // namespace numprobe::base

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/subcommand.h"
-#include "configcheck/config_compare.h"
+#include "config_check/config_compare.h"
 #include "numprobe/error.h"
 
 namespace numprobe::cli {

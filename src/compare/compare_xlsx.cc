@@ -12,6 +12,7 @@
 #include <memory>
 #include <string_view>
 
+#include "base/file_util.h"
 #include "numprobe/error.h"
 
 namespace numprobe {
@@ -149,27 +150,6 @@ class XlsxWriter {
   lxw_format *red_ = nullptr, *yellow_ = nullptr;
 };
 
-// Removes the temporary workbook unless it was renamed into place.
-struct TmpFile {
-  std::string path;
-  bool keep = false;
-  ~TmpFile() {
-    if (!keep) std::remove(path.c_str());
-  }
-};
-
-void commit(const std::string& tmp, const std::string& path) {
-  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw Error(tmp + ": flush failed");
-  }
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error(path + ": cannot rename into place");
-  }
-}
-
 }  // namespace
 
 const char* highlight_name(Highlight h) {
@@ -287,8 +267,8 @@ void write_compare_xlsx(const std::string& path, const PairResult& p, bool with_
   const std::vector<Highlight> colours = highlight_rows(p);
   const size_t per_sheet = options.max_rows_per_sheet - 1;  // data rows under each header
 
-  TmpFile tmp{path + ".tmp"};
-  XlsxWriter x(path, tmp.path, p.rows.size());
+  base::TempPath tmp(path);
+  XlsxWriter x(path, tmp.tmp(), p.rows.size());
   std::vector<TableCell> cells;
   size_t sheet = 0;
   lxw_row_t row = 0;
@@ -317,8 +297,7 @@ void write_compare_xlsx(const std::string& path, const PairResult& p, bool with_
     ++row;
   }
   x.close();
-  commit(tmp.path, path);
-  tmp.keep = true;
+  tmp.commit();
 }
 
 }  // namespace numprobe

@@ -178,7 +178,7 @@ void DumpWriter::write_buffer() {
     off += static_cast<size_t>(n);
   }
   buf_.clear();
-  if (opt_.sync_each_record) ::fdatasync(fd_);
+  if (opt_.sync_each_record) base::sync_data(fd_, journal_path(dir_));
 }
 
 void DumpWriter::check_usable() const {

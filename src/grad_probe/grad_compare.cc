@@ -5,10 +5,9 @@
 #include <map>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "base/csv.h"
 #include "base/file_util.h"
+#include "base/py_json_writer.h"
 #include "core/npy.h"
 #include "grad_probe/grad_run.h"
 #include "grad_probe/grad_summary.h"
@@ -156,10 +155,6 @@ void find_first(GradCompareResult& res) {
   }
 }
 
-nlohmann::json num(double v) {
-  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
-}
-
 }  // namespace
 
 GradCompareResult compare_grad_runs(const std::string& run1, const std::string& run2,
@@ -194,39 +189,84 @@ GradCompareResult compare_grad_runs(const std::string& run1, const std::string& 
 
 std::string write_grad_compare(const GradCompareResult& r, const std::string& out_dir) {
   base::make_dirs(out_dir);
-  nlohmann::json j;
-  j["run1"] = r.run1;
-  j["run2"] = r.run2;
-  j["threshold"] = r.options.threshold;
-  j["drop"] = r.options.drop;
+  std::string text;
+  base::PyJsonWriter j(text, 1);
+  auto number = [&](double v) { std::isnan(v) ? j.null_value() : j.float_value(v); };
+  auto string_field = [&](const char* k, const std::string& v) {
+    j.key(k);
+    j.string_value(v);
+  };
+  j.begin_object();
+  string_field("run1", r.run1);
+  string_field("run2", r.run2);
+  j.key("threshold");
+  j.float_value(r.options.threshold);
+  j.key("drop");
+  j.float_value(r.options.drop);
+  j.key("first_disagreement");
   if (r.first) {
-    j["first_disagreement"] = {{"step", r.first->step},
-                               {"parameter", r.first->parameter},
-                               {"similarity", r.first->similarity},
-                               {"rank", r.first->rank},
-                               {"rule", r.first->rule},
-                               {"also_at_step", r.first->also_at_step}};
+    j.begin_object();
+    j.key("step");
+    j.int_value(r.first->step);
+    string_field("parameter", r.first->parameter);
+    j.key("similarity");
+    j.float_value(r.first->similarity);
+    j.key("rank");
+    j.int_value(r.first->rank);
+    string_field("rule", r.first->rule);
+    j.key("also_at_step");
+    j.begin_array();
+    for (const auto& p : r.first->also_at_step) j.string_value(p);
+    j.end_array();
+    j.end_object();
   } else {
-    j["first_disagreement"] = nullptr;
+    j.null_value();
   }
-  j["gaps"] = nlohmann::json::array();
-  for (const auto& g : r.gaps)
-    j["gaps"].push_back({{"rank", g.rank},
-                         {"step", g.step < 0 ? nlohmann::json(nullptr) : nlohmann::json(g.step)},
-                         {"parameter", g.parameter},
-                         {"what", g.what}});
-  j["ranks"] = nlohmann::json::array();
+  j.key("gaps");
+  j.begin_array();
+  for (const auto& g : r.gaps) {
+    j.begin_object();
+    j.key("rank");
+    j.int_value(g.rank);
+    j.key("step");
+    if (g.step < 0)
+      j.null_value();
+    else
+      j.int_value(g.step);
+    string_field("parameter", g.parameter);
+    string_field("what", g.what);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("ranks");
+  j.begin_array();
   for (const auto& rc : r.ranks) {
-    nlohmann::json params = nlohmann::json::array();
+    j.begin_object();
+    j.key("rank");
+    j.int_value(rc.rank);
+    j.key("steps");
+    j.begin_array();
+    for (int64_t s : rc.steps) j.int_value(s);
+    j.end_array();
+    j.key("summary");
+    j.begin_array();
+    for (double v : rc.summary) number(v);
+    j.end_array();
+    j.key("parameters");
+    j.begin_array();
     for (const auto& p : rc.params) {
-      nlohmann::json s = nlohmann::json::array();
-      for (double v : p.similarity) s.push_back(num(v));
-      params.push_back({{"name", p.name}, {"numel", p.numel}, {"similarity", s}});
+      j.begin_object();
+      string_field("name", p.name);
+      j.key("numel");
+      j.int_value(static_cast<int64_t>(p.numel));
+      j.key("similarity");
+      j.begin_array();
+      for (double v : p.similarity) number(v);
+      j.end_array();
+      j.end_object();
     }
-    nlohmann::json summary = nlohmann::json::array();
-    for (double v : rc.summary) summary.push_back(num(v));
-    j["ranks"].push_back(
-        {{"rank", rc.rank}, {"steps", rc.steps}, {"summary", summary}, {"parameters", params}});
+    j.end_array();
+    j.end_object();
 
     // msprobe's similarities.csv: a "step" row, one row per parameter, then "summary". A gap is
     // an empty cell (msprobe stops with an error instead).
@@ -247,9 +287,10 @@ std::string write_grad_compare(const GradCompareResult& r, const std::string& ou
     base::make_dirs(dir);
     base::write_file_atomic(dir + "/similarities.csv", std::string(kUtf8Bom) + csv);
   }
+  j.end_array();
+  j.end_object();
   const std::string path = out_dir + "/grad_compare.json";
-  base::write_file_atomic(path,
-                          j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  base::write_file_atomic(path, text + "\n");
   base::write_file_atomic(out_dir + "/grad_compare.html", render_grad_compare_html(r));
   return path;
 }

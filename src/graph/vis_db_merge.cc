@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "base/file_util.h"
 #include "base/json_cursor.h"
 #include "base/py_json_writer.h"
 #include "graph/sqlite_writer.h"
@@ -173,10 +174,10 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
   }
   findings_json += '}';
 
-  const std::string tmp = out + ".tmp" + std::to_string(getpid());
-  std::remove(tmp.c_str());
-  try {
-    SqliteWriter db(tmp);
+  // Remade from its shards at will: no fsync, the rename is the commit (as write_vis_db).
+  base::TempPath tmp(out, /*durable=*/false);
+  {
+    SqliteWriter db(tmp.tmp());
     db.exec(kBulkLoadPragmas);
     db.exec(kCreateNodes);
     db.exec(kCreateStack);
@@ -222,14 +223,8 @@ VisDbMergeResult merge_vis_dbs(const std::vector<std::string>& paths, const std:
     }
     db.exec(kCreateIndexes);
     db.exec("COMMIT");
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
   }
-  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(out + ": cannot rename " + tmp + " into place");
-  }
+  tmp.commit();
   return r;
 }
 

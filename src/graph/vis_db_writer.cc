@@ -9,7 +9,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "base/file_util.h"
 #include "base/py_json_writer.h"
+#include "base/worker_pool.h"
 #include "graph/sqlite_writer.h"
 #include "graph/vis_json.h"
 #include "numprobe/error.h"
@@ -191,12 +193,11 @@ class SideRenderer {
 }  // namespace
 
 void write_vis_db(const std::string& path, const VisDbContent& content) {
-  // The process id keeps two writers of the same file from sharing a temporary.
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  std::remove(tmp.c_str());
+  // A one-shot bulk load: no rollback journal, no fsync per page, none of the whole file either
+  // (a graph is remade from its dumps); the rename is the commit.
+  base::TempPath tmp(path, /*durable=*/false);
   {
-    SqliteWriter db(tmp);
-    // A one-shot bulk load: no rollback journal, no fsync per page; the rename below is the commit.
+    SqliteWriter db(tmp.tmp());
     // The indexes exist before the rows: kept up to date row by row, they cost less than six
     // CREATE INDEX scans of a table whose JSON columns make it large.
     db.exec(kBulkLoadPragmas);
@@ -244,7 +245,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
           const size_t nb = begin + kBatch, ne = std::min(nb + kBatch, renderer.size());
           std::future<void> pending;
           if (nb < ne) {
-            pending = std::async(std::launch::async, [&] { renderer.render(nb, ne, next); });
+            pending = run_in_background([&] { renderer.render(nb, ne, next); });
           }
           for (size_t k = 0; k < ready.size(); ++k) {
             const NodeRecord& r = ready[k];
@@ -310,10 +311,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
     }
     db.exec("COMMIT");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot rename " + tmp + " into place");
-  }
+  tmp.commit();
 }
 
 }  // namespace numprobe::graph

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "configcheck/config_compare.h"
-#include "configcheck/pack_zip.h"
+#include "config_check/config_compare.h"
+#include "config_check/pack_zip.h"
 #include "numprobe/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

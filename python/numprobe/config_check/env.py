@@ -1,6 +1,6 @@
 """Environment variables that change what a training computes, as a pack keeps them. Ascend and
 CUDA spell several differently (HCCL_* / NCCL_*, ASCEND_* / CUDA_*): a row holds both spellings.
-The compare (src/configcheck/config_compare_env_pip.cc) reads the same table, each pack with its
+The compare (src/config_check/config_compare_env_pip.cc) reads the same table, each pack with its
 own device's spelling; keep the two in step."""
 import json
 import os

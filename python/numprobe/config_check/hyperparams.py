@@ -1,7 +1,7 @@
 """Hyper-parameters: parsed from launch scripts (`--flag value` on the python/torchrun/deepspeed
 line, with `$VAR`/`${VAR}` expanded from the script's assignments, `*_ARGS="..."` blocks included)
 and from yaml files (flattened to dotted keys), or taken from an argparse Namespace / dict of the
-running job. The compare (src/configcheck/config_compare_hyperparameters.cc) matches names across
+running job. The compare (src/config_check/config_compare_hyperparameters.cc) matches names across
 runs exactly, then through its alias table (lr and learning_rate are one), then by spelling."""
 import os
 import re

@@ -2,7 +2,7 @@
 ``env``, ``pip``, ``hyperparameters/hyperparameters_{static,dynamic}.json``,
 ``weights/step{N}/rank{R}/weight.json``, ``dataset/step{N}/rank{R}/dataset.json``,
 ``random/rank{R}.json``. Writing is atomic (a temporary file renamed over the target). Packs are
-read by the compare in C++ (src/configcheck/pack_zip.cc)."""
+read by the compare in C++ (src/config_check/pack_zip.cc)."""
 import os
 import tempfile
 import zipfile

@@ -1,7 +1,7 @@
 """Installed package versions: every Python distribution (importlib.metadata), written as msprobe
 writes its `pip` member (`Name=version` lines), plus the Debian packages that own the shared
 libraries this process has loaded and that matter to numerics (torch, numpy, BLAS/LAPACK, CUDA),
-as `deb:<package>=<version>` lines. The compare (src/configcheck/config_compare_env_pip.cc) checks
+as `deb:<package>=<version>` lines. The compare (src/config_check/config_compare_env_pip.cc) checks
 the packages a training depends on."""
 import glob
 import os

@@ -1,7 +1,7 @@
 """Random API calls: apply_patches() wraps the random functions of `random`, numpy and torch so each
 call is counted per (API, call stack). Seeding calls also keep the seed values they were given, so
 a changed seed is reported even where the stacks agree. The compare
-(src/configcheck/config_compare_random.cc) pairs stacks across runs by file name, function and code
+(src/config_check/config_compare_random.cc) pairs stacks across runs by file name, function and code
 line (paths may differ between machines)."""
 import functools
 import linecache

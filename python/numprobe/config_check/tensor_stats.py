@@ -1,6 +1,6 @@
 """Weights and data: max/min/mean/norm of every parameter (`weights/step{N}/rank{R}/weight.json`)
 and of every tensor the model is called with (`dataset/step{N}/rank{R}/dataset.json`), taken
-before each forward of the model. The compare (src/configcheck/config_compare_stats.cc) wants them
+before each forward of the model. The compare (src/config_check/config_compare_stats.cc) wants them
 equal and shows relative differences."""
 
 STATS = ("max", "min", "mean", "norm")
