@@ -6,7 +6,8 @@ tensor-mode dump of both runs + one compare). Prints a table; asserts nothing ab
     PYTHONPATH=python /usr/bin/python3 bench/bench_locate.py [--faults a,b,...] [--split S,...]
                                                              [--work DIR]
 --split takes every fault of the named splits of bench/diagnosis/suite.py (tune, eval, held,
-held2; held3 with BENCH_DIAGNOSIS_HELD3=1). Each pair's scripts train the fault's own number of
+held2; held3 with BENCH_DIAGNOSIS_HELD3=1; held4 with BENCH_DIAGNOSIS_HELD4=1, each side run with
+its own options and the target in its environment, as bench_diagnosis.py runs them). Each pair's scripts train the fault's own number of
 steps (suite `steps`: an optimizer fault shows from step 1), as bench_diagnosis.py runs them;
 locate is given step 0 and follows later steps itself.
 """
@@ -31,9 +32,26 @@ def du(path):
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
 
 
-def script(fault, model, scratch, steps=1):
-    return (f"{sys.executable} {HERE / 'diagnosis' / 'run_one.py'} --model {model} "
-            f"--out {scratch} --steps {steps}" + (f" --fault {fault}" if fault else ""))
+# held4's target environments (bench/diagnosis/bench_diagnosis.py): what the target's command runs
+# under, as `env VAR=value ...` in front of it.
+ENVS = {"oldcpu": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+                   "OPENBLAS_CORETYPE": "Prescott"},
+        "blas": {"LD_LIBRARY_PATH": "/usr/lib/x86_64-linux-gnu/blas"}}
+
+
+def script(fault, model, scratch, steps=1, opts=None, env=""):
+    """One side's training command. opts: run_one.py options besides the fault (held4's bf16 or
+    fp16 sides); env: the environment the side runs in (held4's oldcpu target). Locate picks the
+    dumped steps itself, so a dump_step option is left out."""
+    cmd = (f"{sys.executable} {HERE / 'diagnosis' / 'run_one.py'} --model {model} "
+           f"--out {scratch} --steps {steps}" + (f" --fault {fault}" if fault else ""))
+    for k, v in (opts or {}).items():
+        if k in ("fault", "dump_step") or v is False:
+            continue
+        cmd += f" --{k}" if v is True else f" --{k} {v}"
+    if env:
+        cmd = "env " + " ".join(f"{k}={v}" for k, v in ENVS[env].items()) + " " + cmd
+    return cmd
 
 
 def naive(fault, work, cli, env):
@@ -82,8 +100,10 @@ def main():
         out = work / f"{name}.locate"
         scratch = work / f"{name}.scratch"
         t0 = time.monotonic()
-        p = subprocess.run([a.cli, "locate", "--golden", script("", fault.model, scratch, fault.steps),
-                            "--target", script(name, fault.model, scratch, fault.steps),
+        p = subprocess.run([a.cli, "locate", "--golden",
+                            script("", fault.model, scratch, fault.steps, fault.golden),
+                            "--target",
+                            script(name, fault.model, scratch, fault.steps, fault.target, fault.env),
                             "-o", str(out)],
                            env=env, capture_output=True, text=True)
         seconds = time.monotonic() - t0

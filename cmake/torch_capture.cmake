@@ -192,3 +192,5 @@ numprobe_library(torch_replay
   USES torch acc_check)
 # numprobe_compare: the MindSpore -> PyTorch API table acc-check replays MindSpore dumps with.
 target_link_libraries(numprobe_python PRIVATE numprobe_torch_replay numprobe_compare)
+# grad_probe's writer (task "grad_probe": PrecisionDebugger.monitor).
+target_link_libraries(numprobe_python PRIVATE numprobe_grad_probe)

@@ -167,6 +167,17 @@ class PrecisionDebugger:
 
     _instance = None
 
+    def __new__(cls, config_path=None, task=None, dump_path=None, level=None, step=None,
+                model=None):
+        # task grad_probe records gradients at optimizer steps, not calls: its own object
+        # (numprobe.grad_probe), returned instead of a capture debugger.
+        cfg, source = config_from_arguments(config_path, task, dump_path, level, step,
+                                            _C.check_config, NumprobeError)
+        if cfg.get("task") == "grad_probe":
+            from .grad_probe import GradProbeDebugger
+            return GradProbeDebugger(cfg, source, model)
+        return super().__new__(cls)
+
     def __init__(self, config_path=None, task=None, dump_path=None, level=None, step=None,
                  model=None):
         cfg, source = config_from_arguments(config_path, task, dump_path, level, step,

@@ -11,16 +11,17 @@
 
 #include "acc_check_bindings.h"
 #include "api_hook.h"
-#include "torch/device_stats.h"
-#include "torch/stats_cache.h"
-#include "torch/tensor_leaf.h"
-#include "torch/capture/torch_capture.h"
 #include "direct_mode.h"
 #include "free_benchmark_bindings.h"
+#include "grad_probe_bindings.h"
 #include "module_recorders.h"
 #include "monitor_bindings.h"
 #include "numprobe/error.h"
 #include "py_values.h"
+#include "torch/capture/torch_capture.h"
+#include "torch/device_stats.h"
+#include "torch/stats_cache.h"
+#include "torch/tensor_leaf.h"
 
 namespace py = pybind11;
 using numprobe::capture::EntryRecord;
@@ -142,4 +143,5 @@ PYBIND11_MODULE(_C, m) {
   numprobe::python::register_module_recorders(m);
   numprobe::python::register_monitor(m);
   numprobe::python::register_free_benchmark(m);
+  numprobe::python::register_grad_probe(m);
 }

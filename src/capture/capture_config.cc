@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 
 namespace numprobe::capture {
@@ -22,11 +23,11 @@ using nlohmann::json;
 constexpr int64_t kMaxStepOrRank = 1000000;
 constexpr std::streamoff kMaxConfigBytes = 64ll << 20;
 
-const char* const kTaskNames[] = {"statistics", "tensor", "overflow_check", "structure",
-                                  "free_benchmark"};
+const char* const kTaskNames[] = {"statistics", "tensor",         "overflow_check",
+                                  "structure",  "free_benchmark", "grad_probe"};
 // msprobe tasks (mstt Const.TASK_LIST and the successor's) that are not capture tasks.
-const char* const kOtherTasks[] = {"grad_probe",     "run_ut",    "acc_check",
-                                   "exception_dump", "nan_check", "diff_check"};
+const char* const kOtherTasks[] = {"run_ut", "acc_check", "exception_dump", "nan_check",
+                                   "diff_check"};
 
 // A user string for a message: JSON-quoted (control bytes escaped), truncated.
 std::string quote(std::string_view s) {
@@ -277,9 +278,58 @@ bool parse_free_benchmark_field(const Parser& p, const std::string& key, const s
   return true;
 }
 
+// msprobe GradToolConfig: grad_level, param_list, bounds (check_bounds: numbers, strictly
+// ascending, within int64's range). An empty bounds list is refused: msprobe would then write one
+// more value per line than its header has columns.
+void parse_grad_probe_section(const Parser& p, const std::string& section, const json& obj,
+                              GradProbeOptions& g) {
+  for (const auto& [key, v] : obj.items()) {
+    std::string f = section + "." + key;
+    if (key == "grad_level") {
+      std::string l = p.choice(f, v, {"L0", "L1", "L2"});
+      g.level = l == "L0" ? GradLevel::kL0 : l == "L1" ? GradLevel::kL1 : GradLevel::kL2;
+    } else if (key == "param_list") {
+      g.param_list = p.string_list(f, v);
+    } else if (key == "bounds") {
+      const auto& arr = p.array(f, v);
+      if (arr.empty()) p.fail(f, "empty list: at least one bound is needed");
+      g.bounds.clear();
+      g.bounds_text.clear();
+      for (size_t i = 0; i < arr.size(); ++i) {
+        std::string item = f + "[" + std::to_string(i) + "]";
+        const json& b = arr[i];
+        double x = 0;
+        std::string text;
+        if (b.is_number_integer()) {
+          x = static_cast<double>(p.integer(item, b));
+          text = b.dump();
+        } else if (b.is_number_float()) {
+          x = b.get<double>();
+          // msprobe compares with -2**63 and 2**63 - 1 (Python: exactly).
+          if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+            p.fail(item, b.dump() + " is outside int64's range");
+          base::append_py_float(text, x);
+        } else {
+          p.wrong_type(item, "a number", b);
+        }
+        if (!g.bounds.empty() && !(x > g.bounds.back()))
+          p.fail(f, "must be strictly ascending: " + text + " follows " + g.bounds_text.back());
+        g.bounds.push_back(x);
+        g.bounds_text.push_back(text);
+      }
+    } else {
+      p.fail(f, "unknown field in the grad_probe section (known: grad_level, param_list, bounds)");
+    }
+  }
+}
+
 void parse_task_section(const Parser& p, const std::string& section, const json& obj,
                         CaptureConfig& cfg) {
   if (!obj.is_object()) p.wrong_type(section, "an object", obj);
+  if (cfg.task == Task::kGradProbe) {
+    parse_grad_probe_section(p, section, obj, cfg.grad_probe);
+    return;
+  }
   for (const auto& [key, v] : obj.items()) {
     std::string f = section + "." + key;
     if (cfg.task == Task::kOverflowCheck) {
@@ -352,8 +402,14 @@ std::string_view task_name(Task t) {
       return "structure";
     case Task::kFreeBenchmark:
       return "free_benchmark";
+    case Task::kGradProbe:
+      return "grad_probe";
   }
   return "statistics";
+}
+
+std::string_view grad_level_name(GradLevel l) {
+  return l == GradLevel::kL0 ? "L0" : l == GradLevel::kL1 ? "L1" : "L2";
 }
 
 std::string_view level_name(Level l) {
@@ -377,12 +433,13 @@ std::string_view summary_mode_name(SummaryMode m) {
 }
 
 Task parse_task(std::string_view s, const std::string& where) {
-  static constexpr Task kTasks[] = {Task::kStatistics, Task::kTensor, Task::kOverflowCheck,
-                                    Task::kStructure, Task::kFreeBenchmark};
+  static constexpr Task kTasks[] = {Task::kStatistics, Task::kTensor,        Task::kOverflowCheck,
+                                    Task::kStructure,  Task::kFreeBenchmark, Task::kGradProbe};
   for (size_t i = 0; i < std::size(kTaskNames); ++i) {
     if (s == kTaskNames[i]) return kTasks[i];
   }
-  const std::string supported = "statistics, tensor, overflow_check, structure, free_benchmark";
+  const std::string supported =
+      "statistics, tensor, overflow_check, structure, free_benchmark, grad_probe";
   if (is_one_of(s, std::begin(kOtherTasks), std::end(kOtherTasks))) {
     throw InputError(where,
                      "field \"task\": task " + quote(s) +

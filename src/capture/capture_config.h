@@ -20,9 +20,9 @@
 
 namespace numprobe::capture {
 
-// kFreeBenchmark is run by the Python torch front (numprobe/free_benchmark.py), not by a
-// CaptureSession, which refuses it.
-enum class Task { kStatistics, kTensor, kOverflowCheck, kStructure, kFreeBenchmark };
+// kFreeBenchmark is run by the Python torch front (numprobe/free_benchmark.py) and kGradProbe by
+// its monitor(model), not by a CaptureSession, which refuses both.
+enum class Task { kStatistics, kTensor, kOverflowCheck, kStructure, kFreeBenchmark, kGradProbe };
 enum class Level { kL0, kL1, kMix, kL2, kDebug };
 enum class SummaryMode { kStatistics, kMd5 };
 
@@ -31,6 +31,19 @@ enum class SummaryMode { kStatistics, kMd5 };
 // keeps both values, so ["forward"] = forward input+output, ["input"] = forward+backward inputs.
 struct DataMode {
   bool forward = true, backward = true, input = true, output = true;
+};
+
+// The grad_probe section (msprobe GradToolConfig): per-parameter gradient statistics at every
+// optimizer step, not a capture of calls (src/grad_probe, docs/capture.md "grad_probe").
+enum class GradLevel { kL0, kL1, kL2 };
+struct GradProbeOptions {
+  GradLevel level = GradLevel::kL1;
+  std::vector<std::string> param_list;  // exact parameter names; empty = every parameter
+  // Strictly ascending, non-empty, within int64's range (msprobe check_bounds); bounds_text holds
+  // each as Python prints the JSON value (an integer as written, a float as repr()), which is how
+  // msprobe names the interval columns.
+  std::vector<double> bounds = {-1, 0, 1};
+  std::vector<std::string> bounds_text = {"-1", "0", "1"};
 };
 
 struct CaptureConfig {
@@ -50,11 +63,13 @@ struct CaptureConfig {
   std::string file_format = "npy";     // "npy" | "bin"
   int64_t overflow_nums = 1;           // -1 = unlimited; otherwise > 0
   FreeBenchmarkConfig free_benchmark;  // task free_benchmark (scope and list above apply)
+  GradProbeOptions grad_probe;         // read only for task grad_probe
 };
 
 std::string_view task_name(Task t);                 // "statistics", "tensor", "overflow_check", ...
 std::string_view level_name(Level l);               // "L0", "L1", "mix", "L2", "debug"
 std::string_view summary_mode_name(SummaryMode m);  // "statistics", "md5"
+std::string_view grad_level_name(GradLevel l);      // "L0", "L1", "L2"
 
 // `where` names the origin for the message (a file name, or e.g. "PrecisionDebugger"); the error
 // reads `<where>: field "task": ...`. Tasks msprobe knows but capture does not implement

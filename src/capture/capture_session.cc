@@ -67,6 +67,12 @@ CaptureSession::CaptureSession(CaptureConfig cfg)
         "task \"free_benchmark\" is run by numprobe.PrecisionDebugger for torch, not by "
         "this capture engine");
   }
+  // grad_probe records gradients at optimizer steps, not calls: a capture session with it would
+  // silently dump statistics instead (numprobe.PrecisionDebugger routes it to its own writer).
+  if (cfg_.task == Task::kGradProbe)
+    throw Error(
+        "task \"grad_probe\" is not a capture of calls: numprobe records it through the torch "
+        "PrecisionDebugger's monitor(model)");
   cfg_.dump_path = absolute(cfg_.dump_path);
   thread_ = std::thread([this] { writer_loop(); });
 }

@@ -133,7 +133,7 @@ TEST(CaptureConfig, BadTaskAndLevel) {
   EXPECT_EQ(error_of(R"({"level": "L3"})"),
             "config.json: field \"level\": \"L3\" is not one of L0, L1, L2, mix, debug");
   expect_error(R"({"task": "stats"})", {"field \"task\"", "\"stats\" is not one of"});
-  for (const char* t : {"grad_probe", "run_ut", "acc_check", "exception_dump", "nan_check"}) {
+  for (const char* t : {"run_ut", "acc_check", "exception_dump", "nan_check"}) {
     expect_error(std::string(R"({"task": ")") + t + "\"}",
                  {"field \"task\"", std::string("task \"") + t + "\"",
                   "is not a capture task numprobe supports"});
@@ -425,4 +425,34 @@ TEST(CaptureConfig, LoadFromFile) {
 TEST(CaptureConfig, NumberOverflowIsAnInputError) {
   expect_error(R"({"step": [1e999]})", {"config.json", "number overflow"});
   expect_error(R"({"run_ut": {"x": 1e999}})", {"config.json", "number overflow"});
+}
+
+TEST(CaptureConfig, GradProbeSection) {
+  auto cfg = parse_capture_config(
+      R"({"task": "grad_probe", "grad_probe": {"grad_level": "L2", "param_list": ["fc.weight"],
+          "bounds": [-1e-3, 0, 0.5, 2]}})",
+      "config.json");
+  EXPECT_EQ(cfg.task, Task::kGradProbe);
+  EXPECT_EQ(cfg.grad_probe.level, GradLevel::kL2);
+  EXPECT_EQ(cfg.grad_probe.param_list, std::vector<std::string>{"fc.weight"});
+  EXPECT_EQ(cfg.grad_probe.bounds, (std::vector<double>{-1e-3, 0, 0.5, 2}));
+  // Column names print the bounds as Python does: floats as repr(), integers as written.
+  EXPECT_EQ(cfg.grad_probe.bounds_text, (std::vector<std::string>{"-0.001", "0", "0.5", "2"}));
+  auto dflt = parse_capture_config(R"({"task": "grad_probe"})", "config.json");
+  EXPECT_EQ(dflt.grad_probe.level, GradLevel::kL1);
+  EXPECT_EQ(dflt.grad_probe.bounds_text, (std::vector<std::string>{"-1", "0", "1"}));
+}
+
+TEST(CaptureConfig, GradProbeBadValuesNameTheField) {
+  const std::string pre = R"({"task": "grad_probe", "grad_probe": )";
+  expect_error(pre + R"({"grad_level": "L3"}})",
+               {"field \"grad_probe.grad_level\"", "\"L3\" is not one of L0, L1, L2"});
+  expect_error(pre + R"({"bounds": [0, 0]}})",
+               {"field \"grad_probe.bounds\"", "strictly ascending"});
+  expect_error(pre + R"({"bounds": []}})", {"field \"grad_probe.bounds\"", "empty"});
+  expect_error(pre + R"({"bounds": [1, "2"]}})",
+               {"field \"grad_probe.bounds[1]\"", "expected a number"});
+  expect_error(pre + R"({"bounds": [1e30]}})", {"grad_probe.bounds[0]", "int64"});
+  expect_error(pre + R"({"param_list": "fc"}})", {"grad_probe.param_list", "expected a list"});
+  expect_error(pre + R"({"grad_lvl": "L1"}})", {"grad_probe.grad_lvl", "unknown field"});
 }

@@ -806,3 +806,15 @@ TEST(CaptureSession, SubmitFromSeveralThreads) {
     EXPECT_EQ(next, kEach);
   }
 }
+
+TEST(CaptureSession, GradProbeIsNotACaptureTask) {
+  CaptureConfig cfg;
+  cfg.task = numprobe::capture::Task::kGradProbe;
+  cfg.dump_path = numprobe::testing::scratch_dir("session_grad_probe");
+  try {
+    CaptureSession s(cfg);
+    FAIL() << "a capture session accepted task grad_probe";
+  } catch (const numprobe::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("monitor(model)"), std::string::npos) << e.what();
+  }
+}
