@@ -1,12 +1,13 @@
 // Compact JSON (no whitespace, UTF-8 kept as is), the layout of the JSON numprobe hands to
 // programs rather than to people: the monitor's canonical config (read by the Python front) and
-// the report page's data (read by its script). The layout is the one these outputs have had since
-// they were first written, kept byte for byte:
+// the report page's data (read by its script). The layout is the one these outputs have always had:
 //  - strings: '"', '\\', \b \f \n \r \t escaped by name, other bytes below 0x20 as \u00xx
 //    (lowercase hex); an ill-formed UTF-8 sequence becomes U+FFFD, one per maximal subpart;
-//  - floats: the shortest digits that read back as the same double, printf("%g")-like: decimal
-//    for 1e-4 <= |v| < 1e15 (with ".0" when integral), else d.ddde+XX; NaN and +-Infinity as null
-//    (JSON has neither);
+//  - floats: the shortest digits that read back as the same double (the nearest of them), laid
+//    out as printf("%g"): decimal for 1e-4 <= |v| < 1e15 (with ".0" when integral), else
+//    d.ddde+XX; NaN and +-Infinity as null (JSON has neither). Until 2026-11 nlohmann/json wrote
+//    these files, and its Grisu2 sometimes chose longer digits for the same double (0.000649 as
+//    0.0006489999999999999): every reader gets the same values, the text can be shorter;
 //  - objects and arrays: {"k":v,...} and [v,...].
 // Python-exact dump.json text is PyJsonWriter's (py_json_writer.h), not this.
 #pragma once
