@@ -6,7 +6,7 @@ FUZZ_RUNS ?= 200000
 BIN := build/bin/numprobe
 FX := ../shared/fixtures/msprobe
 
-.PHONY: all setup build build-torch2 build-mindspore demo test test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis bench-mindspore install clean
+.PHONY: all setup build build-torch2 build-mindspore demo test check test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes format bench bench-diagnosis bench-mindspore demo-mindspore install clean
 
 all: build
 
@@ -70,6 +70,12 @@ demo: build
 test: build
 	@$(MAKE) --no-print-directory test-unit test-python test-torch2 test-mindspore test-asan test-fuzz test-browser check-format check-includes
 	@echo "make test: all suites passed"
+
+# The inner loop (docs/testing.md): build, unit tests, the torch 1.13 pytest lane. No torch 2.x or
+# MindSpore lane, sanitizers, fuzzers or browser: `make test` runs those.
+check: build
+	@$(MAKE) --no-print-directory test-unit test-python
+	@echo "make check: unit tests and the torch 1.13 lane passed"
 
 test-unit:
 	ctest --test-dir build --output-on-failure -j2
@@ -154,6 +160,10 @@ bench: build
 	PYTHONPATH=python $(PY) bench/acc_check_bench.py
 	@$(MAKE) --no-print-directory bench-diagnosis
 	PYTHONPATH=python $(PY) bench/bench_locate.py
+
+# MindSpore against PyTorch: the GPT-style twin captured on both sides, compared, a fault named.
+demo-mindspore: build build-mindspore
+	@bash scripts/demo_mindspore.sh $(BIN) demo_out/mindspore /usr/bin/python3 .venv/mindspore/bin/python
 
 # MindSpore capture overhead (PyNative, CPU): L0, L1 and mix against the uncaptured step.
 bench-mindspore: build-mindspore

@@ -13,7 +13,8 @@
   a bare "x.h" beside the including file.
 - What base owns stays in base: only src/base includes nlohmann's JSON (one JSON reader,
   base/json_tree.h and base/json_cursor.h), and only src/base renames or fsyncs files by hand (the
-  atomic writers of base/file_util.h).
+  atomic writers of base/file_util.h), and only src/base starts work with std::async (the rest use
+  base/worker_pool.h: a pool, parallel_for, run_in_background).
 
 Exit status 1 with one line per violation, 0 when clean. `--root DIR` checks another tree (tests).
 """
@@ -27,6 +28,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
 DECLARATION = re.compile(r"\bnumprobe_(library|floor)\(([^)]*)\)", re.S)
 KEYWORDS = {"DIR", "KIND", "USES", "PUBLIC_LINK", "LINK"}
 # Hand-written commits of files: base/file_util.h's writers are the one place for them.
+# Threads for parallel work: base/worker_pool.h (a pool, parallel_for, run_in_background).
+HAND_THREADS = re.compile(r"\bstd::async\s*\(")
 HAND_COMMIT = re.compile(r"\b(?:std::rename|std::filesystem::rename|fs::rename|::rename|::fsync|::fdatasync|"
                          r"rename|fsync|fdatasync)\s*\(")
 
@@ -135,6 +138,8 @@ def main():
         if layer != "base":
             for m in HAND_COMMIT.finditer(re.sub(r"//[^\n]*", "", text)):
                 errors.append(f"{rel}: {m.group(0)[:-1].strip()}(): files are committed by base/file_util.h's writers")
+            for m in HAND_THREADS.finditer(re.sub(r"//[^\n]*", "", text)):
+                errors.append(f"{rel}: std::async(): parallel work runs on base/worker_pool.h")
         for kind, name in INCLUDE.findall(text):
             if kind == "<":
                 if name.startswith("nlohmann/") and layer != "base":

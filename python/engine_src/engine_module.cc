@@ -2,7 +2,8 @@
 // It links only the engine libraries (capture core, format, core, base): a MindSpore user imports
 // numprobe without torch. The front hooks its framework in Python and hands each entry here as
 // Python values; statistics, CRC-32, .npy files and the crash-safe dump writer are the engine's,
-// the same code the torch capture uses.
+// the same code the torch capture uses. It also lends every Python front the engine's dump readers
+// (dump_readers.h): it is the binding each lane has, torch or not.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -12,8 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "acc_check_module.h"
 #include "capture/capture_config.h"
 #include "capture/capture_session.h"
+#include "dump_readers.h"
 #include "numprobe/error.h"
 #include "py_entry.h"
 
@@ -143,9 +146,13 @@ py::dict stats_dict(const capture::TensorLeaf& leaf) {
 
 PYBIND11_MODULE(_engine, m) {
   using numprobe::pyengine::Session;
-  m.doc() = "numprobe's torch-free engine for Python capture fronts (MindSpore)";
-  // As numprobe._C's: a ValueError, so scripts catch either binding's errors alike.
-  py::register_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
+  m.doc() = "numprobe's torch-free engine: Python capture fronts (MindSpore), dump readers";
+  // As numprobe._C's: a ValueError, so scripts catch either binding's errors alike. Local: a global
+  // translator for numprobe::Error is shared by every pybind11 module in the process, so with _C
+  // loaded too, the one registered last would raise its own class for both modules' errors.
+  py::register_local_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
+  numprobe::pyengine::register_dump_readers(m);
+  numprobe::pyengine::register_acc_check(m);
 
   m.def(
       "check_config",

@@ -81,7 +81,6 @@ def _hook_machinery_codes():
     module backward hooks numprobe registers at mix and L0, and msprobe's dumps have none of them."""
     hook = getattr(getattr(torch.utils, "hooks", None), "BackwardHook", None)
     fn = getattr(hook, "_apply_on_tensors", None)
-    fn = getattr(fn, "_numprobe_original", fn)  # torch's own, under _patch_backward_hook's wrapper
     return [fn.__code__] if fn is not None and hasattr(fn, "__code__") else []
 
 
@@ -445,7 +444,6 @@ class PrecisionDebugger:
         "not dumping" cost 2.8x a small model's step on every step that is not dumped."""
         if self._hooks_on or not self._module_hooks or not self._engine.dumping():
             return
-        _patch_backward_hook()
         for hooks in self._module_hooks:
             hooks.attach()
         self._hooks_on = True
@@ -514,7 +512,8 @@ class _ModuleHooks:
         else:
             handles = [module.register_forward_pre_hook(rec.forward_pre)]
         handles.append(module.register_forward_hook(rec.forward))
-        handles.append(module.register_full_backward_hook(rec.backward))
+        # No backward hook: the forward hook observes the call's backward on the autograd nodes
+        # it made (python/src/module_backward.h), which leaves the graph as it is.
         self._entries = []
         for h in handles:
             hooks = h.hooks_dict_ref()
@@ -537,46 +536,6 @@ _COLLECTIVES = (
     "all_to_all", "all_to_all_single", "barrier", "send", "recv", "isend", "irecv",
     "batch_isend_irecv", "all_gather_object", "broadcast_object_list",
 )
-
-
-def _patch_backward_hook():
-    """Lets modules modify BackwardHook outputs in place (see allow_inplace_on_views)."""
-    from torch.utils import hooks
-    orig = hooks.BackwardHook._apply_on_tensors
-    if getattr(orig, "_numprobe", False):
-        return
-
-    def apply_on_tensors(self, fn, args):
-        # One tensor passed several times (self_attn(x, x, x)) must stay one tensor: torch's own
-        # version gives each occurrence a view of its own, so `query is key` turns false and
-        # nn.MultiheadAttention takes another branch than it would without the hooks. The
-        # occurrences after the first get the first one's view; the hook reports the tensor's
-        # whole gradient at its first position.
-        first = {}
-        unique, where = [], []
-        for a in args:
-            if isinstance(a, torch.Tensor) and id(a) in first:
-                where.append(first[id(a)])
-                continue
-            if isinstance(a, torch.Tensor):
-                first[id(a)] = len(unique)
-            where.append(len(unique))
-            unique.append(a)
-        if len(unique) == len(args) or type(args) is not tuple:
-            res = orig(self, fn, args)
-            _C.allow_inplace_on_views(res)
-            return res
-        res, idx = orig(self, fn, tuple(unique))
-        _C.allow_inplace_on_views(res)
-        position = {}  # index in unique -> first position in args
-        for i, u in enumerate(where):
-            position.setdefault(u, i)
-        full = tuple(res[u] for u in where)
-        return full, (None if idx is None else [position[i] for i in idx])
-
-    apply_on_tensors._numprobe = True
-    apply_on_tensors._numprobe_original = orig
-    hooks.BackwardHook._apply_on_tensors = apply_on_tensors
 
 
 def _seed_gradient(tensor):

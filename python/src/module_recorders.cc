@@ -5,7 +5,6 @@
 
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
-#include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
 #include <charconv>
@@ -13,8 +12,9 @@
 #include <vector>
 
 #include "api_hook.h"
-#include "torch/capture/torch_capture.h"
+#include "module_backward.h"
 #include "py_values.h"
+#include "torch/capture/torch_capture.h"
 
 namespace py = pybind11;
 using numprobe::capture::EntryRecord;
@@ -24,7 +24,11 @@ using numprobe::python::add_pyitems;
 using numprobe::python::add_pyobject;
 using numprobe::python::add_pyoutput;
 using numprobe::python::ApiInfo;
+using numprobe::python::Epoch;
 using numprobe::python::for_each_str_item;
+using numprobe::python::ModuleCallInputs;
+using numprobe::python::observe_module_backward;
+using numprobe::python::snapshot_module_inputs;
 
 namespace {
 
@@ -34,11 +38,15 @@ void append_int(std::string& s, int64_t v) {
   s.append(buf, r.ptr);
 }
 
-// Hooks of one nn.Module (L0 / mix). Forward calls of the same module nest and their backward
-// runs in reverse order, so a per-module stack pairs each backward with its forward call.
+// Hooks of one nn.Module (L0 / mix): forward pre-hook and forward hook. Calls of the same module
+// nest, so a per-module stack pairs each forward hook with its pre-hook. The backward entry of a
+// call is observed on the autograd nodes the call made (module_backward.h): no backward hook.
 class ModuleRecorder {
  public:
-  explicit ModuleRecorder(std::string name) : name_(std::move(name)), counter_{name_} {}
+  explicit ModuleRecorder(std::string name)
+      : name_(std::move(name)),
+        counter_{name_},
+        epoch_(std::make_shared<std::atomic<uint64_t>>()) {}
 
   // kwargs: the keyword arguments of the call where torch hands them to hooks (torch >= 2,
   // register_forward_pre_hook(with_kwargs=True)); None otherwise.
@@ -73,6 +81,7 @@ class ModuleRecorder {
           p.rec.end();
         }
       }
+      if (p.wanted && cap->wants_direction(false)) p.inputs = snapshot_module_inputs(args);
       cap->add_construct(p.fwd, p.parent);
       TorchCapture::module_stack().push_back(p.fwd);
     }
@@ -89,8 +98,9 @@ class ModuleRecorder {
     if (!stack.empty()) stack.pop_back();
     TorchCapture* cap = TorchCapture::active();
     if (!cap) return py::none();
-    backward_names_.push_back(
-        {TorchCapture::backward_of(p.fwd), p.parent, p.wanted, nested_output_leaves(output)});
+    if (p.wanted && cap->wants_direction(false))
+      observe_module_backward(std::move(p.inputs), output, TorchCapture::backward_of(p.fwd),
+                              p.parent, epoch_, nested_output_leaves(output));
     if (!p.wanted || !cap->wants_direction(true)) return py::none();
     InternalGuard guard;
     if (cap->wants_outputs()) {
@@ -120,37 +130,10 @@ class ModuleRecorder {
     return py::none();
   }
 
-  py::object backward(py::handle module, py::handle grad_input, py::handle grad_output) {
-    TorchCapture* cap = TorchCapture::active();
-    if (backward_names_.empty()) return py::none();
-    Backward b = std::move(backward_names_.back());
-    backward_names_.pop_back();
-    if (!cap || !cap->dumping() || !b.wanted || !cap->wants_direction(false)) return py::none();
-    InternalGuard guard;
-    EntryRecord rec = cap->new_record();
-    rec.name = b.name;
-    rec.begin_dict();
-    if (cap->wants_inputs()) {
-      rec.key("input");
-      py::object grads = flatten_grad_output(grad_output, b.output_leaves);
-      add_pyitems(*cap, rec, grads.ptr(), cap->stem(b.name, "input"), false);
-    }
-    if (cap->wants_outputs()) {
-      rec.key("output");
-      add_pyitems(*cap, rec, grad_input.ptr(), cap->stem(b.name, "output"), true);
-    }
-    rec.end();
-    auto parent =
-        b.parent ? std::optional<std::string>(TorchCapture::backward_of(*b.parent)) : std::nullopt;
-    cap->add_construct(b.name, parent);
-    cap->submit(std::move(rec), false, parent);
-    return py::none();
-  }
-
   // A new step: forward calls whose backward never ran must not pair with the next step's.
   void reset() {
     pending_.clear();
-    backward_names_.clear();
+    epoch_->fetch_add(1);
   }
 
  private:
@@ -159,12 +142,7 @@ class ModuleRecorder {
     std::string fwd;
     std::optional<std::string> parent;
     EntryRecord rec;
-  };
-  struct Backward {
-    std::string name;
-    std::optional<std::string> parent;
-    bool wanted;
-    std::vector<int> output_leaves;  // see nested_output_leaves
+    ModuleCallInputs inputs;  // for the backward entry
   };
 
   // Tensors inside each top-level item of a module's output when one item nests several
@@ -189,26 +167,10 @@ class ModuleRecorder {
     for (py::handle item : obj) n += tensor_leaves(item, depth + 1);
     return n;
   }
-  static py::object flatten_grad_output(py::handle grad_output, const std::vector<int>& leaves) {
-    if (leaves.empty() || !PyTuple_Check(grad_output.ptr()) ||
-        static_cast<size_t>(PyTuple_GET_SIZE(grad_output.ptr())) != leaves.size())
-      return py::reinterpret_borrow<py::object>(grad_output);
-    py::list flat;
-    size_t i = 0;
-    for (py::handle g : grad_output) {
-      const int n = leaves[i++];
-      if (n > 1 && g.is_none()) {
-        for (int k = 0; k < n; ++k) flat.append(py::none());
-      } else {
-        flat.append(g);
-      }
-    }
-    return py::tuple(flat);
-  }
   std::string name_;
   ApiInfo counter_;  // the module's call counter
   std::vector<Pending> pending_;
-  std::vector<Backward> backward_names_;
+  Epoch epoch_;  // bumped by reset(): see module_backward.h
 };
 
 // Gradients of one module's own parameters, gathered into "<module>.parameters_grad.<k>" once
@@ -247,33 +209,11 @@ class ParamGradRecorder {
   EntryRecord rec_;
 };
 
-// Tensors returned by torch's BackwardHook (full module backward hooks) are views created in a
-// custom Function, which autograd forbids modifying in place (ReLU(inplace=True), `out += x`).
-// Marking them ordinary views lets such models run; the module backward hook of a module whose
-// output is then modified in place may not fire (msprobe does the same and documents it).
-void allow_inplace_on_views(py::handle obj, int depth = 0) {
-  if (depth > 8) return;
-  if (THPVariable_Check(obj.ptr())) {
-    const at::Tensor& t = THPVariable_Unpack(obj.ptr());
-    if (t.defined() && t.is_view()) {
-      if (auto* meta = torch::autograd::impl::get_view_autograd_meta(t)) {
-        if (meta->has_bw_view() &&
-            meta->get_creation_meta() == torch::autograd::CreationMeta::IN_CUSTOM_FUNCTION)
-          meta->set_creation_meta(torch::autograd::CreationMeta::DEFAULT);
-      }
-    }
-    return;
-  }
-  if (PyTuple_Check(obj.ptr()) || PyList_Check(obj.ptr()))
-    for (auto item : obj) allow_inplace_on_views(item, depth + 1);
-}
-
 }  // namespace
 
 namespace numprobe::python {
 
 void register_module_recorders(pybind11::module_& m) {
-  m.def("allow_inplace_on_views", [](py::handle obj) { allow_inplace_on_views(obj); });
   // The module hooks come off at stop(): a module left mid-forward would keep its name on the
   // stack of enclosing modules (its forward hook pops it) and parent the next step's entries.
   m.def("clear_module_stack", [] { TorchCapture::module_stack().clear(); });
@@ -282,7 +222,6 @@ void register_module_recorders(pybind11::module_& m) {
       .def("forward_pre", &ModuleRecorder::forward_pre, py::arg("module"), py::arg("args"),
            py::arg("kwargs") = py::none())
       .def("forward", &ModuleRecorder::forward)
-      .def("backward", &ModuleRecorder::backward)
       .def("reset", &ModuleRecorder::reset);
   py::class_<ParamGradRecorder>(m, "ParamGradRecorder")
       .def(py::init<std::string, int>())

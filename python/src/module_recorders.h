@@ -1,5 +1,4 @@
-// Registers the module hooks (ModuleRecorder, ParamGradRecorder, allow_inplace_on_views) on
-// numprobe._C.
+// Registers the module hooks (ModuleRecorder, ParamGradRecorder) on numprobe._C.
 #pragma once
 
 #include <pybind11/pybind11.h>

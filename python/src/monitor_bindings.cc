@@ -6,9 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "torch/monitor/monitor_collector.h"
+#include "monitor/param_name.h"
 #include "numprobe/error.h"
 #include "numprobe/monitor/config.h"
+#include "torch/monitor/monitor_collector.h"
 
 namespace py = pybind11;
 
@@ -70,6 +71,11 @@ void register_monitor(py::module_& m) {
   for (int g = 0; g <= static_cast<int>(MetricGroup::kOther); ++g)
     groups[monitor::group_name(static_cast<MetricGroup>(g))] = g;
   m.attr("MONITOR_GROUPS") = groups;
+  // The libtorch TrainerMon's own table: both fronts name rows alike.
+  m.def("monitor_squash_name", &monitor::squash_param_name, py::arg("name"),
+        py::arg("enable") = true,
+        "msprobe's squash_param_name: what follows the first recognised container (layers., "
+        "embedding., final, output, norm); the name itself when none matches or not enable.");
 
   m.def(
       "monitor_tensor_summary",

@@ -2,11 +2,18 @@
 
 #include <algorithm>
 #include <exception>
+#include <system_error>
 
 namespace numprobe {
 
 WorkerPool::WorkerPool(size_t workers) {
-  for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+  for (size_t i = 0; i < workers; ++i) {
+    try {
+      threads_.emplace_back([this] { loop(); });
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones started (or the caller alone) do the work
+    }
+  }
 }
 
 WorkerPool::~WorkerPool() {

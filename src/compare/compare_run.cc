@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "base/worker_pool.h"
+#include "compare/cross_framework.h"
 #include "compare/inplace_module_inputs.h"
 #include "compare/judgement.h"
 #include "format/entry_name.h"
@@ -247,6 +248,7 @@ void compare_pair(PairResult& p, const CompareMappings* mappings, unsigned threa
   });
   excuse_inplace_module_inputs(p);
   excuse_inplace_backward_passthrough(p);
+  excuse_one_framework_gradients(p);
   for (const RowResult& r : p.rows) {
     const RowPair& rp = r.pair;
     switch (r.status) {

@@ -544,52 +544,117 @@ struct Judge {
     return true;
   }
 
+  // One entry's judgement, in the steps docs/compare.md ("First divergence") describes: an entry
+  // only one run has is set aside for its consumers; a paired entry's rows give the evidence
+  // (which inputs and outputs differ, and whether anything captured explains an input); a
+  // structural finding comes first (an argument, a dtype, a tensor one run lacks, an input nothing
+  // explains); then the outputs against what the inputs explain: a weight's gradient and an entry
+  // whose inputs agree bit for bit against rounding alone, any other against the amplification
+  // bound of its inputs' differences.
   void judge(const EntryRows& g, bool paired_entry) {
-    if (!paired_entry) {
-      // An entry only one run has. Only meaningful when names are comparable, and only for
-      // forward entries and API backward entries (a gradient one run computes and the other
-      // does not: a detach, a branch cut from the graph). A module backward or parameters_grad
-      // entry without a counterpart says which hooks the dumping tool registered (msprobe
-      // writes no module backward entries on torch 1.13, nor gradients of modules that never
-      // ran), not what was computed; a real change there also shows in the entries around it.
-      const std::string_view name =
-          g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
-      const Direction dir = parse_entry_name(name).direction;
-      const bool api_backward = dir == Direction::kBackward && op_class(name) != OpClass::kModule;
-      if (structural && (dir == Direction::kForward || api_backward)) {
-        OneSided o;
-        o.g = g;
-        o.position = position;
-        o.regime = regime;
-        o.target_side = !g.golden_only;
-        o.forward = dir == Direction::kForward;
-        const auto& modules = o.target_side ? target_modules : golden_modules;
-        if (g.entry < modules.size()) o.module = modules[g.entry];
-        for (size_t i = g.begin; i < g.end; ++i) {
-          const RowPair& rp = p.rows[i].pair;
-          const CompareRow* r = o.target_side
-                                    ? (rp.target >= 0 ? &p.target_rows[rp.target] : nullptr)
-                                    : (rp.golden >= 0 ? &p.golden_rows[rp.golden] : nullptr);
-          if (r && r->kind == RowKind::kTensor)
-            (is_input(*r) ? o.inputs : o.outputs).insert(tensor_key(*r));
-        }
-        one_sided.push_back(std::move(o));
-      }
-      return;
-    }
+    if (!paired_entry) return set_aside_one_sided(g);
     const std::string_view name = p.target.dump.entry_name(g.entry);
     const OpClass cls = op_class(name);
-    double d_in = 0, d_out = 0;
-    const bool forward = parse_entry_name(name).direction == Direction::kForward;
-    const RowResult *worst_out = nullptr, *args = nullptr, *dtype = nullptr, *missing = nullptr;
-    const RowResult* unexplained = nullptr;
+    const Direction direction = parse_entry_name(name).direction;
+    const bool forward = direction == Direction::kForward;
+    Evidence ev = gather_evidence(g, forward);
+    record_producers(g);
+    const double d_saved = saved_input_difference(name, cls, direction, ev);
+    note_module_rows(name, cls, forward, ev.inputs);
+    if (ev.dt == DType::kUnknown) ev.dt = DType::kF32;
+    const Tolerances tol = tolerances(name, cls, ev);
+    const bool was_bitwise = bitwise;
+    if (ev.any_difference) bitwise = false;
+    if (std::isfinite(ev.d_out)) present = std::max(present, ev.d_out);
+
+    FirstDivergence f;
+    f.input_discrepancy = ev.d_in;
+    f.output_discrepancy = ev.d_out;
+    if (structural_finding(f, g, ev, tol, was_bitwise)) return;
+    if (ev.d_out == 0) return;
+    if (direction == Direction::kParametersGrad)
+      return judge_weight_gradient(f, g, name, ev, was_bitwise);
+    // A module is a subgraph whose APIs were judged one by one; its own amplification (several
+    // ops, norms included) has no bound. Only while the runs agree bit for bit does a module's
+    // difference say something its APIs did not: that it computed something uncaptured.
+    if (!was_bitwise && cls == OpClass::kModule) return;
+    // Outputs differ and every input is accounted for.
+    const double c = cancellation(cls, ev.inputs, p.target_rows[ev.worst_out->pair.target],
+                                  p.golden_rows[ev.worst_out->pair.golden], tol.n);
+    if (ev.d_in == 0 && (was_bitwise || md5) && judge_same_inputs(f, g, cls, ev, tol, c)) return;
+    if (md5) return;  // inputs already differ: the amplification cannot be measured in bits
+    judge_amplification(f, g, cls, ev, tol, c, d_saved);
+  }
+
+  // What a paired entry's rows say (judge's first step).
+  struct Evidence {
+    double d_in = 0, d_out = 0;  // the largest input and output differences
+    const RowResult* worst_out = nullptr;
+    // Structural findings: an argument, a dtype, a tensor only one run has.
+    const RowResult *args = nullptr, *dtype = nullptr, *missing = nullptr;
+    const RowResult* unexplained = nullptr;  // an input whose difference nothing captured explains
     bool unexplained_external = false, unexplained_param = false;
-    DType dt = DType::kUnknown;
+    DType dt = DType::kUnknown;  // the coarsest tensor dtype of the entry
     std::vector<const CompareRow*> inputs;
     // Tensor inputs' differences for the amplification bound: (difference, the input's magnitude
     // when it is added to the output, else 0).
     std::vector<std::pair<double, double>> input_differences;
     bool any_difference = false;
+  };
+
+  // The rounding an entry may show: its dtype's noise floor, its reduction order over n terms,
+  // and in a mixed-precision pair one rounding to the low dtype.
+  struct Tolerances {
+    double noise = 0, n = 1, order = 0, mixed = 0;
+    bool low_precision = false, mixed_op = false;
+  };
+
+  // An entry only one run has. Only meaningful when names are comparable, and only for forward
+  // entries and API backward entries (a gradient one run computes and the other does not: a
+  // detach, a branch cut from the graph). A module backward or parameters_grad entry without a
+  // counterpart says which hooks the dumping tool registered (msprobe writes no module backward
+  // entries on torch 1.13, nor gradients of modules that never ran), not what was computed; a real
+  // change there also shows in the entries around it.
+  void set_aside_one_sided(const EntryRows& g) {
+    const std::string_view name =
+        g.golden_only ? p.golden.dump.entry_name(g.entry) : p.target.dump.entry_name(g.entry);
+    const Direction dir = parse_entry_name(name).direction;
+    const bool api_backward = dir == Direction::kBackward && op_class(name) != OpClass::kModule;
+    if (structural && (dir == Direction::kForward || api_backward)) {
+      OneSided o;
+      o.g = g;
+      o.position = position;
+      o.regime = regime;
+      o.target_side = !g.golden_only;
+      o.forward = dir == Direction::kForward;
+      const auto& modules = o.target_side ? target_modules : golden_modules;
+      if (g.entry < modules.size()) o.module = modules[g.entry];
+      for (size_t i = g.begin; i < g.end; ++i) {
+        const RowPair& rp = p.rows[i].pair;
+        const CompareRow* r = o.target_side
+                                  ? (rp.target >= 0 ? &p.target_rows[rp.target] : nullptr)
+                                  : (rp.golden >= 0 ? &p.golden_rows[rp.golden] : nullptr);
+        if (r && r->kind == RowKind::kTensor)
+          (is_input(*r) ? o.inputs : o.outputs).insert(tensor_key(*r));
+      }
+      one_sided.push_back(std::move(o));
+    }
+  }
+
+  Evidence gather_evidence(const EntryRows& g, bool forward) {
+    Evidence ev;
+    double& d_in = ev.d_in;
+    double& d_out = ev.d_out;
+    const RowResult*& worst_out = ev.worst_out;
+    const RowResult*& args = ev.args;
+    const RowResult*& dtype = ev.dtype;
+    const RowResult*& missing = ev.missing;
+    const RowResult*& unexplained = ev.unexplained;
+    bool& unexplained_external = ev.unexplained_external;
+    DType& dt = ev.dt;
+    std::vector<const CompareRow*>& inputs = ev.inputs;
+    std::vector<std::pair<double, double>>& input_differences = ev.input_differences;
+    bool& any_difference = ev.any_difference;
     for (size_t i = g.begin; i < g.end; ++i) {
       const RowResult& r = p.rows[i];
       if (r.excused) continue;
@@ -676,59 +741,7 @@ struct Judge {
           // Where did this input come from? A golden producer whose target counterpart holds
           // other values than this input means an uncaptured change in between; no producer
           // means data or parameters from outside the dumped ops.
-          auto it = producers.find(tensor_key(gr));
-          if (it != producers.end()) {
-            const CompareRow& made = p.target_rows[static_cast<size_t>(it->second)];
-            // In a mixed-precision pair one run may pass a tensor on in both dtypes (autocast's
-            // casts between the dumped ops): the copies differ by one rounding.
-            const double cast =
-                mixed != DType::kUnknown && precision_change(t.element_type, made.element_type)
-                    ? kMixedPrecisionUlps * dtype_epsilon(mixed)
-                    : 0;
-            if (discrepancy(t, made) > cast) unexplained = &r;
-          } else {
-            // Parameters may differ by what the previous step carried. Other tensors from
-            // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
-            // made by an op from the differences the runs already have: that op may amplify
-            // them like any other.
-            const bool param =
-                t.requires_grad == 1 || t.state == RowState::kParameters || running_statistic(t);
-            const double tol = noise_tolerance(t.element_type);
-            // While every entry agreed bit for bit, the runs computed the same thing, but on
-            // another CPU generation a tensor no dumped op made may still carry other rounding:
-            // initial weights and random data (vectorised and scalar kernels round the last bit
-            // differently), a gradient or activation from an op nobody dumped (its reduction
-            // order). A fault in them shows far above that (docs/compare.md, "Across machines").
-            // A weight (a module's parameter, an API's tensor argument after the first that needs
-            // a gradient) in a first step keeps its initial values, whatever rounding the
-            // activations picked up since: a filter scaled by 1e-3 is a finding after noise too.
-            const bool weight = param && (t.state == RowState::kParameters ||
-                                          running_statistic(t) || (forward && !first_argument(t)));
-            // After a step that agreed bit for bit the weights are the same bits: no rounding.
-            const bool same_start = after_bitwise_step;
-            const bool initial =
-                !same_start && ((bitwise && param) || (weight && carried == 0 && !previous));
-            const double floor = same_start && param ? 0
-                                 : initial           ? initial_rounding(t)
-                                 : bitwise           ? uncaptured_rounding(t)
-                                 : param             ? tol + std::max(carried, 2 * moved(gr))
-                                                     : tol + kNoiseAmplification * present;
-            // Initial values: a few ulps on some elements move the extremes by that much and the
-            // sums by far less; a scaled row moves the sums alone.
-            bool beyond = d > floor;
-            if (initial && !md5) {
-              const RowDiscrepancy parts = row_discrepancy_parts(t, gr);
-              beyond = parts.extremes > floor ||
-                       parts.sums > std::max(dtype_epsilon(t.element_type), parts.summation);
-            }
-            if (bitwise && !md5 && !beyond) note_noise(Regime::kReductionOrder);
-            // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
-            if (beyond && (bitwise || !md5)) {
-              unexplained = &r;
-              unexplained_external = true;
-              unexplained_param = param;
-            }
-          }
+          trace_input(r, t, gr, d, forward, ev);
         } else if (d > 0 && !both_tensors && !structural && !unexplained) {
           unexplained = &r;  // an argument that differs where names cannot be compared
           unexplained_external = true;
@@ -738,7 +751,74 @@ struct Judge {
         worst_out = &r;
       }
     }
-    // Outputs become the producers later inputs are traced to.
+    return ev;
+  }
+
+  // Where did an input that differs come from? A golden producer whose target counterpart holds
+  // other values than this input means an uncaptured change in between; no producer means data
+  // or parameters from outside the dumped ops.
+  void trace_input(const RowResult& r, const CompareRow& t, const CompareRow& gr, double d,
+                   bool forward, Evidence& ev) {
+    const RowResult*& unexplained = ev.unexplained;
+    bool& unexplained_external = ev.unexplained_external;
+    bool& unexplained_param = ev.unexplained_param;
+    auto it = producers.find(tensor_key(gr));
+    if (it != producers.end()) {
+      const CompareRow& made = p.target_rows[static_cast<size_t>(it->second)];
+      // In a mixed-precision pair one run may pass a tensor on in both dtypes (autocast's
+      // casts between the dumped ops): the copies differ by one rounding.
+      const double cast =
+          mixed != DType::kUnknown && precision_change(t.element_type, made.element_type)
+              ? kMixedPrecisionUlps * dtype_epsilon(mixed)
+              : 0;
+      if (discrepancy(t, made) > cast) unexplained = &r;
+    } else {
+      // Parameters may differ by what the previous step carried. Other tensors from
+      // nowhere (an uncaptured op's result, a backward input no dumped op produced) were
+      // made by an op from the differences the runs already have: that op may amplify
+      // them like any other.
+      const bool param =
+          t.requires_grad == 1 || t.state == RowState::kParameters || running_statistic(t);
+      const double tol = noise_tolerance(t.element_type);
+      // While every entry agreed bit for bit, the runs computed the same thing, but on
+      // another CPU generation a tensor no dumped op made may still carry other rounding:
+      // initial weights and random data (vectorised and scalar kernels round the last bit
+      // differently), a gradient or activation from an op nobody dumped (its reduction
+      // order). A fault in them shows far above that (docs/compare.md, "Across machines").
+      // A weight (a module's parameter, an API's tensor argument after the first that needs
+      // a gradient) in a first step keeps its initial values, whatever rounding the
+      // activations picked up since: a filter scaled by 1e-3 is a finding after noise too.
+      const bool weight = param && (t.state == RowState::kParameters || running_statistic(t) ||
+                                    (forward && !first_argument(t)));
+      // After a step that agreed bit for bit the weights are the same bits: no rounding.
+      const bool same_start = after_bitwise_step;
+      const bool initial =
+          !same_start && ((bitwise && param) || (weight && carried == 0 && !previous));
+      const double floor = same_start && param ? 0
+                           : initial           ? initial_rounding(t)
+                           : bitwise           ? uncaptured_rounding(t)
+                           : param             ? tol + std::max(carried, 2 * moved(gr))
+                                               : tol + kNoiseAmplification * present;
+      // Initial values: a few ulps on some elements move the extremes by that much and the
+      // sums by far less; a scaled row moves the sums alone.
+      bool beyond = d > floor;
+      if (initial && !md5) {
+        const RowDiscrepancy parts = row_discrepancy_parts(t, gr);
+        beyond = parts.extremes > floor ||
+                 parts.sums > std::max(dtype_epsilon(t.element_type), parts.summation);
+      }
+      if (bitwise && !md5 && !beyond) note_noise(Regime::kReductionOrder);
+      // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
+      if (beyond && (bitwise || !md5)) {
+        unexplained = &r;
+        unexplained_external = true;
+        unexplained_param = param;
+      }
+    }
+  }
+
+  // Outputs become the producers later inputs are traced to.
+  void record_producers(const EntryRows& g) {
     for (size_t i = g.begin; i < g.end; ++i) {
       const RowPair& rp = p.rows[i].pair;
       if (rp.target < 0 || rp.golden < 0) continue;
@@ -747,15 +827,20 @@ struct Judge {
           gr.shape == p.target_rows[rp.target].shape)
         producers[tensor_key(gr)] = rp.target;
     }
-    const Direction direction = parse_entry_name(name).direction;
-    // A backward entry lists the gradients it received, not the forward tensors it reads.
+  }
+
+  // A backward entry lists the gradients it received, not the forward tensors it reads: the
+  // largest difference of its forward's tensor inputs (recorded here for a forward entry).
+  double saved_input_difference(std::string_view name, OpClass cls, Direction direction,
+                                const Evidence& ev) {
+    const bool forward = direction == Direction::kForward;
     double d_saved = 0;
     if (cls != OpClass::kModule) {
       std::string counterpart(name);
       const size_t at = counterpart.rfind(".backward");
       if (forward) {
         double worst = 0;
-        for (const auto& [d, added] : input_differences) worst = std::max(worst, d);
+        for (const auto& [d, added] : ev.input_differences) worst = std::max(worst, d);
         forward_inputs[counterpart] = worst;
       } else if (direction == Direction::kBackward && at != std::string::npos) {
         counterpart.replace(at, 9, ".forward");
@@ -763,13 +848,21 @@ struct Judge {
         if (it != forward_inputs.end()) d_saved = it->second;
       }
     }
+    return d_saved;
+  }
+
+  void note_module_rows(std::string_view name, OpClass cls, bool forward,
+                        const std::vector<const CompareRow*>& inputs) {
     if (cls == OpClass::kModule && forward && !inputs.empty() && !inputs[0]->shape.empty())
       module_rows[std::string(module_of(name))] =
           numel(inputs[0]->shape) /
           static_cast<double>(std::max<int64_t>(inputs[0]->shape[inputs[0]->shape.size() - 1], 1));
-    if (dt == DType::kUnknown) dt = DType::kF32;
+  }
+
+  Tolerances tolerances(std::string_view name, OpClass cls, const Evidence& ev) const {
+    const DType dt = ev.dt;
     const double tol_noise = noise_tolerance(dt);
-    const double n = accumulated_terms(cls, name, inputs);
+    const double n = accumulated_terms(cls, name, ev.inputs);
     const double tol_order = reduction_order_tolerance(cls, dt, n);
     const bool low_precision = dtype_epsilon(dt) > dtype_epsilon(DType::kF32);
     // Mixed precision: an op whose tensors are in the low dtype on one side rounds its result (and
@@ -780,97 +873,133 @@ struct Judge {
         mixed != DType::kUnknown &&
         (low_precision || cls == OpClass::kContraction || cls == OpClass::kUnknown);
     const double tol_mixed = mixed_op ? kMixedPrecisionUlps * dtype_epsilon(mixed) : 0;
-    const bool was_bitwise = bitwise;
-    if (any_difference) bitwise = false;
-    if (std::isfinite(d_out)) present = std::max(present, d_out);
+    return Tolerances{tol_noise, n, tol_order, tol_mixed, low_precision, mixed_op};
+  }
 
-    FirstDivergence f;
-    f.input_discrepancy = d_in;
-    f.output_discrepancy = d_out;
-    if (args) {
+  // An argument, a dtype or a tensor only one run has, or an input nothing explains: named before
+  // any output is weighed. True when the entry is a suspect.
+  bool structural_finding(FirstDivergence& f, const EntryRows& g, const Evidence& ev,
+                          const Tolerances& tol, bool was_bitwise) {
+    if (ev.args) {
       f.reason = "args_differ";
       f.score = 1;
-      return add(std::move(f), g, args);
+      add(std::move(f), g, ev.args);
+      return true;
     }
-    if (dtype) {
+    if (ev.dtype) {
       f.reason = "dtype_differs";
       f.score = 0.95;
-      return add(std::move(f), g, dtype);
+      add(std::move(f), g, ev.dtype);
+      return true;
     }
-    if (missing) {
+    if (ev.missing) {
       f.reason = "structure_differs";
       f.input_discrepancy = f.output_discrepancy = kInf;
       f.score = 1;
-      return add(std::move(f), g, missing);
+      add(std::move(f), g, ev.missing);
+      return true;
     }
-    if (unexplained) {
-      f.reason = unexplained_param ? "parameters_differ" : "inputs_already_differ";
-      f.source = unexplained_param ? "parameters" : "data";
-      f.tolerance = unexplained_external && !was_bitwise ? tol_noise : 0;
-      f.score = unexplained_external ? 0.8 : 0.9;
-      return add(std::move(f), g, unexplained);
+    if (ev.unexplained) {
+      f.reason = ev.unexplained_param ? "parameters_differ" : "inputs_already_differ";
+      f.source = ev.unexplained_param ? "parameters" : "data";
+      f.tolerance = ev.unexplained_external && !was_bitwise ? tol.noise : 0;
+      f.score = ev.unexplained_external ? 0.8 : 0.9;
+      add(std::move(f), g, ev.unexplained);
+      return true;
     }
-    if (d_out == 0) return;
-    // A parameters_grad entry has no inputs to measure amplification against, and a gradient of a
-    // weight is a sum over the batch (cancellation magnifies upstream noise). Once the runs differ,
-    // a wrong gradient is named by the backward entry that computed it.
-    if (!was_bitwise && direction == Direction::kParametersGrad) return;
+    return false;
+  }
+
+  // A parameters_grad entry has no inputs to measure amplification against, and a gradient of a
+  // weight is a sum over the batch (cancellation magnifies upstream noise). Once the runs differ,
+  // a wrong gradient is named by the backward entry that computed it.
+  void judge_weight_gradient(FirstDivergence& f, const EntryRows& g, std::string_view name,
+                             const Evidence& ev, bool was_bitwise) {
+    if (!was_bitwise) return;
     // While the runs agree bit for bit, a weight's gradient is the first record of a sum over the
     // batch that no API entry may have listed (a Linear's weight gradient at msprobe's L1): it may
     // differ by that sum's reduction order (another CPU's GEMM kernel), nothing more.
-    if (direction == Direction::kParametersGrad) {
-      auto rows = module_rows.find(std::string(module_of(name)));
-      const double terms = rows == module_rows.end() ? 1 : rows->second;
-      f.tolerance = reduction_order_tolerance(OpClass::kContraction, dt, terms);
-      if (d_out <= f.tolerance) return note_noise(Regime::kReductionOrder);
-      f.reason = "outputs_diverge";
-      f.score = 0.85;
-      return add(std::move(f), g, worst_out);
-    }
-    // A module is a subgraph whose APIs were judged one by one; its own amplification (several
-    // ops, norms included) has no bound. Only while the runs agree bit for bit does a module's
-    // difference say something its APIs did not: that it computed something uncaptured.
-    if (!was_bitwise && cls == OpClass::kModule) return;
-    // Outputs differ and every input is accounted for.
-    const double c = cancellation(cls, inputs, p.target_rows[worst_out->pair.target],
-                                  p.golden_rows[worst_out->pair.golden], n);
+    auto rows = module_rows.find(std::string(module_of(name)));
+    const double terms = rows == module_rows.end() ? 1 : rows->second;
+    f.tolerance = reduction_order_tolerance(OpClass::kContraction, ev.dt, terms);
+    if (ev.d_out <= f.tolerance) return note_noise(Regime::kReductionOrder);
+    f.reason = "outputs_diverge";
+    f.score = 0.85;
+    return add(std::move(f), g, ev.worst_out);
+  }
+
+  // Inputs agree bit for bit (or, in md5 mode, are the same bits): the outputs may differ by the
+  // op's own rounding alone. True when the entry was judged here.
+  bool judge_same_inputs(FirstDivergence& f, const EntryRows& g, OpClass cls, const Evidence& ev,
+                         const Tolerances& tols, double c) {
+    const double d_out = ev.d_out, tol_noise = tols.noise, tol_order = tols.order;
+    const double tol_mixed = tols.mixed;
+    const bool low_precision = tols.low_precision, mixed_op = tols.mixed_op;
+    const DType dt = ev.dt;
+    const RowResult* worst_out = ev.worst_out;
     const bool deterministic = cls == OpClass::kElementwise || cls == OpClass::kModule;
-    if (d_in == 0 && (was_bitwise || md5)) {
-      if (mixed_op && !md5 && d_out <= c * std::max(tol_mixed, tol_order))
-        return note_noise(Regime::kMixedPrecision);
-      if (deterministic) {
-        // Same inputs, same op, yet other bits: another CPU generation's vector math (GELU's
-        // erf, exp, tanh differ by an ulp between AVX2 and AVX-512 kernels), or, in a module,
-        // an uncaptured op's reduction order. A fault, even GELU's tanh approximation, is far
-        // larger.
-        const CompareRow& out = p.target_rows[worst_out->pair.target];
-        f.tolerance = cls == OpClass::kModule ? uncaptured_rounding(out)
-                                              : kVectorMathUlps * dtype_epsilon(dt);
-        if (!md5 && d_out <= f.tolerance) return note_noise(Regime::kReductionOrder);
-        f.reason = "outputs_diverge";
-        f.score = 0.9;
-        return add(std::move(f), g, worst_out);
-      }
-      if (md5) {
-        // Bits alone cannot tell rounding from a fault in an op that accumulates: the benefit of
-        // the doubt for the classified ones, none for ops nothing is known about.
-        if (cls != OpClass::kUnknown) return note_noise(Regime::kReductionOrder);
-        f.reason = "outputs_diverge";
-        f.score = 0.6;
-        return add(std::move(f), g, worst_out);
-      }
-      if (cls != OpClass::kUnknown) {
-        if (d_out <= c * tol_order)
-          return note_noise(low_precision ? Regime::kLowPrecision : Regime::kReductionOrder);
-        if ((cls == OpClass::kContraction || cls == OpClass::kCollective) && d_out <= c * tol_noise)
-          return note_noise(low_precision ? Regime::kLowPrecision : Regime::kTf32);
-        f.reason = "outputs_diverge";
-        f.tolerance = c * (cls == OpClass::kContraction ? tol_noise : tol_order);
-        f.score = 0.85;
-        return add(std::move(f), g, worst_out);
-      }
+    if (mixed_op && !md5 && d_out <= c * std::max(tol_mixed, tol_order)) {
+      note_noise(Regime::kMixedPrecision);
+      return true;
     }
-    if (md5) return;  // inputs already differ: the amplification cannot be measured in bits
+    if (deterministic) {
+      // Same inputs, same op, yet other bits: another CPU generation's vector math (GELU's
+      // erf, exp, tanh differ by an ulp between AVX2 and AVX-512 kernels), or, in a module,
+      // an uncaptured op's reduction order. A fault, even GELU's tanh approximation, is far
+      // larger.
+      const CompareRow& out = p.target_rows[worst_out->pair.target];
+      f.tolerance =
+          cls == OpClass::kModule ? uncaptured_rounding(out) : kVectorMathUlps * dtype_epsilon(dt);
+      if (!md5 && d_out <= f.tolerance) {
+        note_noise(Regime::kReductionOrder);
+        return true;
+      }
+      f.reason = "outputs_diverge";
+      f.score = 0.9;
+      add(std::move(f), g, worst_out);
+      return true;
+    }
+    if (md5) {
+      // Bits alone cannot tell rounding from a fault in an op that accumulates: the benefit of
+      // the doubt for the classified ones, none for ops nothing is known about.
+      if (cls != OpClass::kUnknown) {
+        note_noise(Regime::kReductionOrder);
+        return true;
+      }
+      f.reason = "outputs_diverge";
+      f.score = 0.6;
+      add(std::move(f), g, worst_out);
+      return true;
+    }
+    if (cls != OpClass::kUnknown) {
+      if (d_out <= c * tol_order) {
+        note_noise(low_precision ? Regime::kLowPrecision : Regime::kReductionOrder);
+        return true;
+      }
+      if ((cls == OpClass::kContraction || cls == OpClass::kCollective) && d_out <= c * tol_noise) {
+        note_noise(low_precision ? Regime::kLowPrecision : Regime::kTf32);
+        return true;
+      }
+      f.reason = "outputs_diverge";
+      f.tolerance = c * (cls == OpClass::kContraction ? tol_noise : tol_order);
+      f.score = 0.85;
+      add(std::move(f), g, worst_out);
+      return true;
+    }
+    return false;
+  }
+
+  // Inputs differ: the outputs may differ by the op's rounding plus what it can amplify its
+  // inputs' differences to.
+  void judge_amplification(FirstDivergence& f, const EntryRows& g, OpClass cls, const Evidence& ev,
+                           const Tolerances& tols, double c, double d_saved) {
+    const double d_in = ev.d_in, d_out = ev.d_out, n = tols.n;
+    const double tol_noise = tols.noise, tol_order = tols.order, tol_mixed = tols.mixed;
+    const bool low_precision = tols.low_precision, mixed_op = tols.mixed_op;
+    const DType dt = ev.dt;
+    const RowResult* worst_out = ev.worst_out;
+    const std::vector<const CompareRow*>& inputs = ev.inputs;
+    const std::vector<std::pair<double, double>>& input_differences = ev.input_differences;
     // The rounding floor: an op that does not contract may round differently by a few ulps on
     // other hardware (another exp or rsqrt), and by its reduction order; the TF32/HF32 floor only
     // where contractions are seen to round at that level (or for contractions themselves).

@@ -2,6 +2,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compare/mapping_ms_pt_primitives.h"
 #include "format/entry_name.h"
 #include "numprobe/compare/mapping.h"
 
@@ -51,6 +52,24 @@ const std::vector<std::string>* side_list(const ApiArgMapping& m, std::string_vi
   if (label == "output") return ms ? &m.ms_outputs : &m.pt_outputs;
   if (label == "parameters") return ms ? &m.ms_parameters : &m.pt_parameters;
   return nullptr;
+}
+
+// MindSpore's normalisation cells name their parameters as the paper does, PyTorch's modules
+// weight/bias/running_*: a Cell row ending in one of these pairs with the Module row ending in
+// the other when the golden dump has no row of the MindSpore spelling.
+constexpr std::pair<std::string_view, std::string_view> kCellParamNames[] = {
+    {"gamma", "weight"},
+    {"beta", "bias"},
+    {"moving_mean", "running_mean"},
+    {"moving_variance", "running_var"},
+};
+
+// "input" and "1" of a row "<entry>.input.1", "" where the name has fewer parts.
+std::pair<std::string_view, std::string_view> row_label_and_arg(const CompareRow& row) {
+  std::string_view rest = std::string_view(row.name).substr(row.suffix_at);
+  if (!rest.empty() && rest[0] == '.') rest.remove_prefix(1);
+  const size_t dot = rest.find('.');
+  return {rest.substr(0, dot), dot == std::string_view::npos ? "" : rest.substr(dot + 1)};
 }
 
 }  // namespace
@@ -105,6 +124,7 @@ MappingPlan plan_mappings(const CompareMappings& m, const RankDump& target, cons
     const std::string_view name = t.entry_name(i);
     std::string to;
     const ApiArgMapping* user = nullptr;
+    const PrimitiveMapping* primitive = nullptr;
     const std::string api = m.api ? api_of(name) : "";
     if (!api.empty()) {
       for (const ApiArgMapping& a : m.apis) {
@@ -112,6 +132,8 @@ MappingPlan plan_mappings(const CompareMappings& m, const RankDump& target, cons
       }
       if (user) {
         to = user->pt_api + std::string(name.substr(api.size()));
+      } else if ((primitive = builtin_primitive_mapping(api))) {
+        to = std::string(primitive->pt_api) + std::string(name.substr(api.size()));
       } else if (std::string pt = builtin_pt_api(api); !pt.empty()) {
         to = pt + std::string(name.substr(api.size()));
       }
@@ -121,15 +143,38 @@ MappingPlan plan_mappings(const CompareMappings& m, const RankDump& target, cons
     plan.renamed[i] = to;
     auto gi = g_entry.find(to);
     if (gi != g_entry.end()) plan.entry[i] = gi->second;
+    const bool cell = name.substr(0, 5) == "Cell.";
+    if ((primitive && !primitive->forward_inputs.empty()) || cell) {
+      // Rows whose name differs by more than the entry's: a primitive's forward inputs, a
+      // normalisation cell's parameters. The others pair by suffix.
+      const bool forward = parse_entry_name(name).direction == Direction::kForward;
+      for (uint32_t r = rows_of[i].first; r < rows_of[i].second; ++r) {
+        const CompareRow& row = target_rows[r];
+        std::string golden_row;
+        if (primitive && forward) {
+          const auto [label, arg] = row_label_and_arg(row);
+          for (const auto& [ms, pt] : primitive->forward_inputs) {
+            if (label == "input" && arg == std::to_string(ms))
+              golden_row = to + ".input." + std::to_string(pt);
+          }
+        } else if (cell) {
+          const std::string_view row_name(row.name);
+          const std::string_view leaf = row_name.substr(row_name.rfind('.') + 1);
+          const std::string own = to + std::string(row_name.substr(row.suffix_at));
+          for (const auto& [ms, pt] : kCellParamNames) {
+            if (leaf == ms && !g_row.count(own))
+              golden_row = own.substr(0, own.size() - ms.size()) + std::string(pt);
+          }
+        }
+        if (golden_row.empty()) continue;
+        auto gr = g_row.find(golden_row);
+        plan.row[r] = gr == g_row.end() ? int64_t{-1} : int64_t{gr->second};
+      }
+    }
     if (!user) continue;
     // The user's argument lists decide every row of the call; rows they omit stay unpaired.
     for (uint32_t r = rows_of[i].first; r < rows_of[i].second; ++r) {
-      const CompareRow& row = target_rows[r];
-      std::string_view rest = std::string_view(row.name).substr(row.suffix_at);
-      if (!rest.empty() && rest[0] == '.') rest.remove_prefix(1);
-      const size_t dot = rest.find('.');
-      const std::string_view label = rest.substr(0, dot);
-      const std::string_view arg = dot == std::string_view::npos ? "" : rest.substr(dot + 1);
+      const auto [label, arg] = row_label_and_arg(target_rows[r]);
       plan.row[r] = -1;
       const auto* ms = side_list(*user, label, true);
       const auto* pt = side_list(*user, label, false);

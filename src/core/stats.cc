@@ -186,17 +186,7 @@ TensorStats compute_stats(const void* data, size_t count, DType dtype, const Sta
     opt.pool->run(threads, chunk_run);
     return finish();
   }
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (size_t t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(chunk_run, t);
-    } catch (const std::system_error&) {
-      chunk_run(t);  // could not start a thread: do the chunk here
-    }
-  }
-  chunk_run(0);
-  for (std::thread& th : pool) th.join();
+  parallel_for(threads, static_cast<unsigned>(threads), chunk_run);
   return finish();
 }
 

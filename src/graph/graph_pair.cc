@@ -4,6 +4,7 @@
 #include <cmath>
 #include <future>
 
+#include "base/worker_pool.h"
 #include "graph/graph_build.h"
 
 namespace numprobe::graph {
@@ -50,8 +51,7 @@ std::unique_ptr<GraphPair> graph_pair(const PairResult& p) {
   gp->compare = &p;
   // The two graphs are independent and each takes seconds at a million entries: the golden's is
   // built on a second thread while this one builds the target's.
-  std::future<Graph> golden_graph =
-      std::async(std::launch::async, [&p] { return build_graph(p.golden); });
+  std::future<Graph> golden_graph = run_in_background([&p] { return build_graph(p.golden); });
   gp->target.graph = build_graph(p.target);
   gp->target.dump = &p.target;
   gp->target.rows = index_rows(p.target_rows, p.target.dump.entries.size());

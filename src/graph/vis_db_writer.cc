@@ -11,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "base/py_json_writer.h"
+#include "base/worker_pool.h"
 #include "graph/sqlite_writer.h"
 #include "graph/vis_json.h"
 #include "numprobe/error.h"
@@ -244,7 +245,7 @@ void write_vis_db(const std::string& path, const VisDbContent& content) {
           const size_t nb = begin + kBatch, ne = std::min(nb + kBatch, renderer.size());
           std::future<void> pending;
           if (nb < ne) {
-            pending = std::async(std::launch::async, [&] { renderer.render(nb, ne, next); });
+            pending = run_in_background([&] { renderer.render(nb, ne, next); });
           }
           for (size_t k = 0; k < ready.size(); ++k) {
             const NodeRecord& r = ready[k];

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -97,6 +98,34 @@ def close(a, b, ndigits=6):
     if math.isnan(b):
         return math.isnan(a)
     return abs(a - b) <= 10 ** -ndigits + 1e-6 * abs(b)
+
+
+# msprobe's squash_param_name, as msprobe writes it: the reference the engine's table is held to.
+_MSPROBE_SQUASH = [r"^.*\.(layers?\..*)", r"^.*\.(embeddings?\..*)", r"^.*\.(final.*)",
+                   r"^.*\.(output.*)", r"^.*\.(norm.*)"]
+
+
+def _msprobe_squash(name):
+    for pattern in _MSPROBE_SQUASH:
+        match = re.findall(pattern, name)
+        if match:
+            return match[0]
+    return name
+
+
+def test_squashed_names_are_the_engines_and_msprobes():
+    """The Python TrainerMon names parameters through the engine's one squash table (the libtorch
+    TrainerMon's), which gives what msprobe's does."""
+    from numprobe.monitor import names
+    cases = ["module.language_model.encoder.layers.0.mlp.weight", "model.layer.3.bias",
+             "model.embedding.word_embeddings.weight", "gpt.decoder.final_layernorm.weight",
+             "m.output_layer.weight", "m.norm1.weight", "a.layers.0.b.layers.1.w",
+             "m.norm.layers.0.w", "m.layers.0.norm.w", "fc1.weight", "layers.0.weight", "",
+             "blocks.0.attn.qkv.weight", "m.embeddings.position_ids", "m.outputs.dense.bias"]
+    for name in cases:
+        assert names.squash_param_name(name) == _msprobe_squash(name), name
+        assert names.squash_param_name(name, False) == name
+    assert numprobe._C.monitor_squash_name("x.layers.1.w") == "layers.1.w"
 
 
 def test_csv_files_in_msprobe_layout_with_torch_values(tmp_path, monkeypatch):

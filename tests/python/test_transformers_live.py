@@ -69,13 +69,7 @@ ATTENTION = {"gpt2": "Module.transformer.h.1.attn.GPT2Attention.forward.0",
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 @pytest.mark.parametrize("level", ["L0", "L1", "mix"])
-def test_capture_is_bitwise(tmp_path, arch, level, request):
-    if arch == "llama" and level in ("L0", "mix"):
-        # Module backward hooks change Llama's backward by rounding (max |dw| 7.8e-7 after one AdamW
-        # step; msprobe 26.2's hooks give the same weights as numprobe's): the observer-effect class of
-        # issue 16, which also owns nn.MultiheadAttention's.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="issue 16: module backward hooks "
-                                              "change Llama's gradients by rounding"))
+def test_capture_is_bitwise(tmp_path, arch, level):
     ref_loss, ref_params = train_step(arch)
     loss, params = train_step(arch, tmp_path / "dump", level)
     assert torch.equal(loss, ref_loss)

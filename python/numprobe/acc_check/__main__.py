@@ -1,6 +1,6 @@
 """python -m numprobe.acc_check acc-check|multi-acc-check ..."""
 import sys
 
-from .cli import main
+from .dispatch import main
 
 sys.exit(main())

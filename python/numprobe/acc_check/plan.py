@@ -1,10 +1,11 @@
 """Which APIs a dump holds and how each will be replayed (or why not)."""
-import glob
 import json
 import os
 import re
 from dataclasses import dataclass
 from typing import Optional
+
+from .. import _engine
 
 # msprobe's and numprobe's API prefixes -> where the callable lives.
 L1_PREFIXES = {"Torch", "Functional", "Tensor", "Aten", "Mint", "MintFunctional", "NPU",
@@ -52,13 +53,15 @@ def _split(api: str):
 
 def resolve_api_info(path: str) -> str:
     """The dump.json that -api_info names: the file itself, or the one dump.json under a rank
-    directory, a step directory or a dump root (as compare and info take them). acc-check checks
-    one process's APIs: a directory holding several rank dumps is an error that lists them."""
+    directory, a step directory or a dump root, found by the engine as compare and info find it
+    (numprobe._engine.find_rank_dumps). acc-check checks one process's APIs: a directory holding
+    several rank dumps is an error that lists them."""
     if not os.path.isdir(path):
         return path
-    found = sorted(glob.glob(os.path.join(path, "dump.json")) or
-                   glob.glob(os.path.join(path, "*", "dump.json")) or
-                   glob.glob(os.path.join(path, "*", "*", "dump.json")))
+    try:
+        found = [d["dump_json"] for d in _engine.find_rank_dumps(path) if d["has_dump_json"]]
+    except _engine.NumprobeError:
+        found = []  # the directory holds no dump (a dump.journal alone is not replayable either)
     if not found:
         raise ValueError(f"{path}: a directory with no dump.json in it, its rank or its step "
                          "directories")

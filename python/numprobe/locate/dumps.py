@@ -1,24 +1,29 @@
 """Reading what the rounds wrote: rank dumps, numprobe_env.json, stack.json, summary.json."""
-import glob
 import json
 import os
-import re
+
+from .. import _engine
 
 ENV_FILE = "numprobe_env.json"
-_RANK_DIR = re.compile(r"^(rank\d*|proc\d+)$")
 
 
 def rank_dirs(dump_root):
-    """{(step, rank name): directory} of every rank dump under a dump_path. A single process dump
-    (proc<pid>, whose name changes every run) is keyed "proc"."""
-    found = {}
-    for d in sorted(glob.glob(os.path.join(dump_root, "step*", "*"))):
-        name = os.path.basename(d)
-        step = os.path.basename(os.path.dirname(d))[4:]
-        if os.path.isdir(d) and _RANK_DIR.match(name) and step.isdigit():
-            key = "proc" if name.startswith("proc") else name
-            found[(int(step), key)] = d
-    return found
+    """{(step, rank name): directory} of every rank dump of a dump_path, found by the engine
+    (numprobe._engine.find_rank_dumps: compare's and info's discovery) and kept where the rounds
+    write them: dump_path/step<N>/<rank>. A single process dump (proc<pid>, whose name changes every
+    run) is keyed "proc"."""
+    try:
+        found = _engine.find_rank_dumps(dump_root)
+    except _engine.NumprobeError:
+        return {}  # no dump_path, or nothing dumped under it: no rank dumps
+    root = os.path.normpath(dump_root)
+    out = {}
+    for loc in found:
+        name = loc["rank_label"]
+        if name and loc["step"] >= 0 and \
+                os.path.normpath(os.path.dirname(os.path.dirname(loc["dir"]))) == root:
+            out[(loc["step"], "proc" if name.startswith("proc") else name)] = loc["dir"]
+    return out
 
 
 def load_json(path):
@@ -37,9 +42,18 @@ def entries(rank_dir):
 
 
 def construct(rank_dir):
-    """{entry: parent module entry or None} from construct.json ({} when the dump has none)."""
+    """{entry: parent module entry or None} from construct.json ({} when the dump has none),
+    read by the engine (numprobe._engine.read_construct_json)."""
     path = os.path.join(rank_dir, "construct.json")
-    return load_json(path) if os.path.exists(path) else {}
+    return _engine_read(_engine.read_construct_json, path) if os.path.exists(path) else {}
+
+
+def _engine_read(reader, path):
+    """A side file read by the engine; its error (naming the file and byte) ends locate."""
+    try:
+        return reader(path)
+    except _engine.NumprobeError as e:
+        raise SystemExit(f"numprobe locate: error: {e}") from None
 
 
 def _summaries(value):
@@ -126,14 +140,7 @@ def source_line(rank_dir, entry):
     path = os.path.join(rank_dir, "stack.json")
     if not os.path.exists(path):
         return None
-    stacks = load_json(path)
-    frames = None
-    for value in stacks.values():
-        if isinstance(value, list) and len(value) == 2 and entry in value[0]:
-            frames = value[1]
-            break
-    if frames is None:
-        frames = stacks.get(entry)
+    frames = _engine_read(_engine.read_stack_json, path).get(entry)
     if not frames:
         return None
     for frame in frames:

@@ -1,21 +1,13 @@
 """msprobe's monitor names: squashed parameter names and row names (docs/monitor.md, "Outputs")."""
-import re
+from .groups import _C
 
 NAME_SEP = ":"
 
-_SQUASH = [r"^.*\.(layers?\..*)", r"^.*\.(embeddings?\..*)", r"^.*\.(final.*)",
-           r"^.*\.(output.*)", r"^.*\.(norm.*)"]
-
 
 def squash_param_name(name, enable=True):
-    """msprobe's squash: keep what follows the first recognised container (layers., embedding...)."""
-    if not enable:
-        return name
-    for pattern in _SQUASH:
-        match = re.findall(pattern, name)
-        if match:
-            return match[0]
-    return name
+    """msprobe's squash: keep what follows the first recognised container (layers., embedding...).
+    The table is the engine's (src/monitor/param_name.cc), which the libtorch TrainerMon uses too."""
+    return _C.monitor_squash_name(name, enable)
 
 
 def chunk_prefix(vpp_stage):

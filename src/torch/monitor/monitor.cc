@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <type_traits>
 
-#include "torch/monitor/monitor_collector.h"
+#include "monitor/param_name.h"
 #include "numprobe/error.h"
 #include "numprobe/monitor/config.h"
+#include "torch/monitor/monitor_collector.h"
 
 namespace numprobe {
 
@@ -46,19 +46,6 @@ std::pair<at::Tensor, at::Tensor> moments(const torch::optim::OptimizerParamStat
   if (auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(s))
     return {w->exp_avg(), w->exp_avg_sq()};
   return {};
-}
-
-// msprobe's squash_param_name: what follows the first recognised container ("layers.", ...).
-std::string squash_param_name(const std::string& name, bool enable) {
-  if (!enable) return name;
-  static const std::regex patterns[] = {
-      std::regex(R"(^.*\.(layers?\..*))"), std::regex(R"(^.*\.(embeddings?\..*))"),
-      std::regex(R"(^.*\.(final.*))"), std::regex(R"(^.*\.(output.*))"),
-      std::regex(R"(^.*\.(norm.*))")};
-  std::smatch match;
-  for (const auto& re : patterns)
-    if (std::regex_match(name, match, re)) return match[1].str();
-  return name;
 }
 
 int64_t rank_from_env() {
@@ -146,7 +133,8 @@ void TrainerMon::set_monitor(torch::nn::Module& model, torch::optim::Optimizer& 
     const at::Tensor& p = item.value();
     if (!p.requires_grad()) continue;
     const std::string full = "0:" + item.key();
-    const std::string squashed = "0:" + squash_param_name(item.key(), m.config.squash_name);
+    const std::string squashed =
+        "0:" + monitor::squash_param_name(item.key(), m.config.squash_name);
     bool wanted = m.config.targets.empty();
     for (const auto& [target, spec] : m.config.targets)
       if (item.key().rfind(target, 0) == 0 || full.rfind(target, 0) == 0 ||

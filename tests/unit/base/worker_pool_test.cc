@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -62,6 +63,35 @@ TEST(WorkerPool, StatisticsOnThePoolEqualSingleThreaded) {
   b = compute_stats(v.data(), v.size(), DType::kF32, pooled);
   EXPECT_NEAR(a.sum, b.sum, 1e-9 * std::fabs(a.sumsq));
   EXPECT_NEAR(a.sumsq, b.sumsq, 1e-12 * a.sumsq);
+}
+
+TEST(RunInBackground, ReturnsTheResultFromAnotherThreadAndRethrows) {
+  const std::thread::id caller = std::this_thread::get_id();
+  auto other = run_in_background([] { return std::this_thread::get_id(); });
+  EXPECT_NE(other.get(), caller);
+  auto value = run_in_background([] { return 42; });
+  EXPECT_EQ(value.get(), 42);
+  auto failing = run_in_background([]() -> int { throw std::runtime_error("boom"); });
+  EXPECT_THROW(failing.get(), std::runtime_error);
+}
+
+TEST(ParallelFor, StatisticsWithoutAPoolMatchOneThread) {
+  // compute_stats without a pool splits across threads through parallel_for: same counts and
+  // extremes as one thread, sums equal up to their reduction order.
+  std::vector<float> v(1u << 21);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 2654435761u) % 1000) - 500;
+  StatsOptions one;
+  one.threads = 1;
+  StatsOptions two;
+  two.threads = 2;
+  two.parallel_threshold = 1u << 16;
+  const TensorStats a = compute_stats(v.data(), v.size(), DType::kF32, one);
+  const TensorStats b = compute_stats(v.data(), v.size(), DType::kF32, two);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  EXPECT_EQ(a.zero_count, b.zero_count);
+  EXPECT_NEAR(a.sum, b.sum, 1e-9 * std::fabs(a.sumsq));
 }
 
 }  // namespace
