@@ -8,7 +8,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build ccache clang libclang-rt-dev clang-format
-  zlib1g-dev libisal-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
+  zlib1g-dev libisal-dev libhwy-dev libxxhash-dev libzstd-dev libcli11-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxlsxwriter-dev
   python3-numpy python3-pytest python3-openpyxl
   # Google's protobuf runtime: a second reader of the monitor's TensorBoard event files

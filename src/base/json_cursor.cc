@@ -31,7 +31,7 @@ void JsonCursor::fail(const std::string& what) const {
 }
 
 void JsonCursor::fail_at(size_t pos, const std::string& what) const {
-  throw InputError(name_, "invalid JSON: " + what, static_cast<int64_t>(pos));
+  throw InputError(name_, syntax_label_ + ": " + what, static_cast<int64_t>(pos));
 }
 
 void JsonCursor::fail_schema_at(size_t pos, const std::string& what) const {

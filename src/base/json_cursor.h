@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace numprobe::base {
 
@@ -49,6 +50,9 @@ class JsonCursor {
 
   size_t offset() const { return pos_; }
   const std::string& name() const { return name_; }
+  // What a syntax error's message starts with: "invalid JSON" unless a reader names it its way
+  // ("malformed JSON", "not valid JSON": the wording its users and tests know).
+  void set_syntax_label(std::string label) { syntax_label_ = std::move(label); }
   // Syntax errors ("invalid JSON: ...").
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(size_t pos, const std::string& what) const;
@@ -66,6 +70,7 @@ class JsonCursor {
   size_t size_;
   size_t pos_ = 0;
   std::string name_;
+  std::string syntax_label_ = "invalid JSON";
   int depth_ = 0;
   int max_depth_;
   // Per container depth: whether the next item is the first (no comma expected).

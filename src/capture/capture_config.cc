@@ -6,18 +6,18 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
-#include <set>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
+#include "base/json_tree.h"
+#include "base/json_writer.h"
 #include "base/py_json_writer.h"
 #include "numprobe/error.h"
 
 namespace numprobe::capture {
 namespace {
 
-using nlohmann::json;
+using base::Json;
+using Fields = std::vector<std::pair<std::string, Json>>;
 
 // msprobe Const.STEP_RANK_MAXIMUM_VALUE: bounds each value, hence the size of an expanded range.
 constexpr int64_t kMaxStepOrRank = 1000000;
@@ -33,16 +33,19 @@ const char* const kOtherTasks[] = {"run_ut", "acc_check", "exception_dump", "nan
 std::string quote(std::string_view s) {
   constexpr size_t kMax = 80;
   bool cut = s.size() > kMax;
-  std::string q =
-      json(std::string(s.substr(0, kMax))).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string q;
+  base::append_json_string(q, s.substr(0, kMax));
   if (cut) q.insert(q.size() - 1, "...");
   return q;
 }
 
-std::string describe(const json& v) {
+// The kind of a value, and the value itself where it is short: `string "x"`, `number 1.5`,
+// `boolean true`, `null`, `array`, `object` (a number as written in the file).
+std::string describe(const Json& v) {
   std::string d = v.type_name();
-  if (v.is_string()) return d + " " + quote(v.get_ref<const std::string&>());
-  if (v.is_primitive() && !v.is_null()) return d + " " + v.dump();
+  if (v.is_string()) return d + " " + quote(v.text);
+  if (v.is_number()) return d + " " + v.text;
+  if (v.is_bool()) return d + (v.boolean ? " true" : " false");
   return d;
 }
 
@@ -63,32 +66,33 @@ class Parser {
     throw InputError(source_, "field \"" + field + "\": " + what);
   }
   [[noreturn]] void wrong_type(const std::string& field, const char* expected,
-                               const json& v) const {
+                               const Json& v) const {
     fail(field, std::string("expected ") + expected + ", got " + describe(v));
   }
 
-  bool boolean(const std::string& field, const json& v) const {
-    if (!v.is_boolean()) wrong_type(field, "a boolean", v);
-    return v.get<bool>();
+  // The typed reads: each returns the value or throws naming the field and what it holds.
+  bool boolean(const std::string& field, const Json& v) const {
+    if (!v.is_bool()) wrong_type(field, "a boolean", v);
+    return v.boolean;
   }
-  const std::string& string(const std::string& field, const json& v) const {
+  const std::string& string(const std::string& field, const Json& v) const {
     if (!v.is_string()) wrong_type(field, "a string", v);
-    return v.get_ref<const std::string&>();
+    return v.text;
   }
-  int64_t integer(const std::string& field, const json& v) const {
-    if (v.is_number_unsigned()) {
-      uint64_t u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(INT64_MAX)) fail(field, v.dump() + " is out of range");
-      return static_cast<int64_t>(u);
-    }
-    if (!v.is_number_integer()) wrong_type(field, "an integer", v);
-    return v.get<int64_t>();
+  int64_t integer(const std::string& field, const Json& v) const {
+    if (!v.is_int()) wrong_type(field, "an integer", v);
+    if (!v.fits_int64) fail(field, v.text + " is out of range");
+    return v.integer;
   }
-  const json::array_t& array(const std::string& field, const json& v) const {
+  const std::vector<Json>& array(const std::string& field, const Json& v) const {
     if (!v.is_array()) wrong_type(field, "a list", v);
-    return v.get_ref<const json::array_t&>();
+    return v.items;
   }
-  std::string choice(const std::string& field, const json& v,
+  const Fields& object(const std::string& field, const Json& v) const {
+    if (!v.is_object()) wrong_type(field, "an object", v);
+    return v.fields;
+  }
+  std::string choice(const std::string& field, const Json& v,
                      std::initializer_list<const char*> allowed) const {
     const std::string& s = string(field, v);
     for (const char* a : allowed) {
@@ -97,7 +101,7 @@ class Parser {
     fail(field, quote(s) + " is not one of " + one_of(allowed));
   }
   // list[str] of non-empty strings (an empty item would match every entry name).
-  std::vector<std::string> string_list(const std::string& field, const json& v) const {
+  std::vector<std::string> string_list(const std::string& field, const Json& v) const {
     std::vector<std::string> out;
     const auto& arr = array(field, v);
     for (size_t i = 0; i < arr.size(); ++i) {
@@ -128,14 +132,14 @@ class Parser {
 
   // msprobe get_real_step_or_rank: ints and "a-b" strings (a <= b), expanded, sorted, unique.
   // Ranges are merged before expanding, so repeated wide ranges cost no more than one.
-  std::vector<int64_t> step_or_rank(const std::string& field, const json& v) const {
+  std::vector<int64_t> step_or_rank(const std::string& field, const Json& v) const {
     std::vector<std::pair<int64_t, int64_t>> ranges;
     const auto& arr = array(field, v);
     for (size_t i = 0; i < arr.size(); ++i) {
       std::string item_field = field + "[" + std::to_string(i) + "]";
-      const json& item = arr[i];
+      const Json& item = arr[i];
       if (item.is_string()) {
-        const std::string& s = item.get_ref<const std::string&>();
+        const std::string& s = item.text;
         size_t dash = s.find('-');
         if (dash == std::string::npos) {
           int64_t x = decimal(item_field, s, s);
@@ -149,7 +153,7 @@ class Parser {
           fail(item_field, "range " + quote(s) + " has its left bound greater than its right");
         }
         ranges.emplace_back(lo, hi);
-      } else if (item.is_number_integer()) {
+      } else if (item.is_int()) {
         int64_t x = bounded(item_field, integer(item_field, item));
         ranges.emplace_back(x, x);
       } else {
@@ -166,7 +170,7 @@ class Parser {
     return out;
   }
 
-  DataMode data_mode(const std::string& field, const json& v) const {
+  DataMode data_mode(const std::string& field, const Json& v) const {
     const auto& arr = array(field, v);
     // msprobe: len(data_mode) >= len(DUMP_DATA_MODE_LIST) (5) is an error.
     if (arr.size() > 4) fail(field, "has " + std::to_string(arr.size()) + " items, at most 4");
@@ -204,57 +208,21 @@ bool is_one_of(std::string_view s, const char* const* begin, const char* const* 
   return std::find_if(begin, end, [&](const char* n) { return s == n; }) != end;
 }
 
-// Parses with duplicate-key detection (Python's json silently keeps the last one; a duplicated
-// field in a config is almost always a mistake that changes what is dumped).
-json parse_json(std::string_view text, const std::string& source) {
-  std::vector<std::set<std::string>> seen;  // keys per open object
-  std::vector<std::string> path;            // key of each open object's current member
-  auto cb = [&](int, json::parse_event_t ev, json& parsed) {
-    switch (ev) {
-      case json::parse_event_t::object_start:
-        seen.emplace_back();
-        path.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!seen.empty()) seen.pop_back(), path.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        const std::string& k = parsed.get_ref<const std::string&>();
-        if (!seen.back().insert(k).second) {
-          std::string full;
-          for (size_t i = 0; i + 1 < path.size(); ++i) full += path[i] + ".";
-          throw InputError(source, "field \"" + full + k + "\" appears twice");
-        }
-        path.back() = k;
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), cb);
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based (index of the last character read).
-    int64_t offset = e.byte > 0 ? static_cast<int64_t>(e.byte) - 1 : 0;
-    std::string what = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] " tag.
-    if (size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
-    throw InputError(source, "malformed JSON: " + what, offset);
-  } catch (const json::exception& e) {
-    // The parser reports a number that does not fit a double (1e999) as out_of_range.406, which
-    // is not a parse_error and carries no position.
-    std::string what = e.what();
-    if (size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
-    throw InputError(source, "malformed JSON: " + what);
-  }
+// Strict JSON, as a config file must be, with duplicate keys refused (Python's json silently
+// keeps the last one; a duplicated field in a config is almost always a mistake that changes what
+// is dumped).
+Json parse_json(std::string_view text, const std::string& source) {
+  base::JsonReadOptions options;
+  options.strict = true;
+  options.unique_keys = true;
+  options.syntax_label = "malformed JSON";
+  return base::parse_json(text, source, options);
 }
 
 // The free_benchmark section's own fields; false for scope/list and unknown keys (the common
 // code takes those).
 bool parse_free_benchmark_field(const Parser& p, const std::string& key, const std::string& f,
-                                const json& v, CaptureConfig& cfg) {
+                                const Json& v, CaptureConfig& cfg) {
   FreeBenchmarkConfig& fb = cfg.free_benchmark;
   if (key == "pert_mode") {
     fb.pert_mode = p.choice(f, v, kPertModes);
@@ -281,9 +249,9 @@ bool parse_free_benchmark_field(const Parser& p, const std::string& key, const s
 // msprobe GradToolConfig: grad_level, param_list, bounds (check_bounds: numbers, strictly
 // ascending, within int64's range). An empty bounds list is refused: msprobe would then write one
 // more value per line than its header has columns.
-void parse_grad_probe_section(const Parser& p, const std::string& section, const json& obj,
+void parse_grad_probe_section(const Parser& p, const std::string& section, const Json& obj,
                               GradProbeOptions& g) {
-  for (const auto& [key, v] : obj.items()) {
+  for (const auto& [key, v] : p.object(section, obj)) {
     std::string f = section + "." + key;
     if (key == "grad_level") {
       std::string l = p.choice(f, v, {"L0", "L1", "L2"});
@@ -297,17 +265,17 @@ void parse_grad_probe_section(const Parser& p, const std::string& section, const
       g.bounds_text.clear();
       for (size_t i = 0; i < arr.size(); ++i) {
         std::string item = f + "[" + std::to_string(i) + "]";
-        const json& b = arr[i];
+        const Json& b = arr[i];
         double x = 0;
         std::string text;
-        if (b.is_number_integer()) {
+        if (b.is_int()) {
           x = static_cast<double>(p.integer(item, b));
-          text = b.dump();
-        } else if (b.is_number_float()) {
-          x = b.get<double>();
+          text = b.text;
+        } else if (b.is_number()) {
+          x = b.number;
           // msprobe compares with -2**63 and 2**63 - 1 (Python: exactly).
           if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
-            p.fail(item, b.dump() + " is outside int64's range");
+            p.fail(item, b.text + " is outside int64's range");
           base::append_py_float(text, x);
         } else {
           p.wrong_type(item, "a number", b);
@@ -323,14 +291,13 @@ void parse_grad_probe_section(const Parser& p, const std::string& section, const
   }
 }
 
-void parse_task_section(const Parser& p, const std::string& section, const json& obj,
+void parse_task_section(const Parser& p, const std::string& section, const Json& obj,
                         CaptureConfig& cfg) {
-  if (!obj.is_object()) p.wrong_type(section, "an object", obj);
   if (cfg.task == Task::kGradProbe) {
     parse_grad_probe_section(p, section, obj, cfg.grad_probe);
     return;
   }
-  for (const auto& [key, v] : obj.items()) {
+  for (const auto& [key, v] : p.object(section, obj)) {
     std::string f = section + "." + key;
     if (cfg.task == Task::kOverflowCheck) {
       if (key == "overflow_nums") {
@@ -459,7 +426,7 @@ Level parse_level(std::string_view s, const std::string& where) {
 
 CaptureConfig parse_capture_config(std::string_view json_text, const std::string& source_name,
                                    std::optional<std::string_view> task_override) {
-  json root = parse_json(json_text, source_name);
+  const Json root = parse_json(json_text, source_name);
   Parser p(source_name);
   if (!root.is_object()) {
     throw InputError(source_name, "expected a JSON object at the top level, got " +
@@ -467,11 +434,11 @@ CaptureConfig parse_capture_config(std::string_view json_text, const std::string
   }
   CaptureConfig cfg;
   // The task decides which section is read, so it goes first.
-  if (auto it = root.find("task"); it != root.end()) {
-    cfg.task = parse_task(p.string("task", *it), source_name);
-  }
+  if (const Json* task = root.find("task"))
+    cfg.task = parse_task(p.string("task", *task), source_name);
   if (task_override) cfg.task = parse_task(*task_override, source_name);
-  for (const auto& [key, v] : root.items()) {
+  // One branch per field: the field's name and the typed read that fills CaptureConfig.
+  for (const auto& [key, v] : root.fields) {
     if (key == "task") continue;
     if (key == "dump_path") {
       cfg.dump_path = p.string(key, v);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "numprobe/error.h"
+
 namespace numprobe::configcheck {
 
 std::string python_float(double v) {
@@ -29,6 +31,18 @@ std::string python_float(double v) {
   const size_t point = static_cast<size_t>(exp) + 1;
   if (digits.size() <= point) return sign + digits + std::string(point - digits.size(), '0') + ".0";
   return sign + digits.substr(0, point) + "." + digits.substr(point);
+}
+
+Json parse_member_json(const std::string& text, const std::string& file,
+                       const std::string& member) {
+  base::JsonReadOptions options;
+  options.max_depth = 128;
+  try {
+    return base::parse_json(text, file + ": member " + member, options);
+  } catch (const InputError& e) {
+    throw InputError(file,
+                     std::string("member ") + member + " is not valid JSON (" + e.what() + ")");
+  }
 }
 
 Cell Cell::num(double v) {

@@ -6,9 +6,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/json_tree.h"
 #include "config_check/pack_zip.h"
 
 namespace numprobe::configcheck {
+
+using Json = base::Json;
+
+// A pack member's JSON, in Python's dialect (json.dump wrote it); an error names the pack and
+// the member.
+Json parse_member_json(const std::string& text, const std::string& file, const std::string& member);
 
 // A cell as Python's csv module and openpyxl would write the value: text, a number (its text is
 // Python's repr), True/False, or empty (None).

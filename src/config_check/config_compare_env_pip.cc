@@ -8,7 +8,6 @@
 #include <set>
 
 #include "config_check/config_compare.h"
-#include "config_check/json_tree.h"
 #include "numprobe/error.h"
 
 namespace numprobe::configcheck {
@@ -51,7 +50,7 @@ const char* const kPackages[] = {
     "flash-attn", "triton",      "scipy",    "mindspore",    "torch-npu"};
 
 std::map<std::string, std::string> env_of(const Pack& pack) {
-  const Json j = parse_json(pack.member("env"), pack.path(), "env");
+  const Json j = parse_member_json(pack.member("env"), pack.path(), "env");
   if (j.kind != Json::kObject) throw InputError(pack.path(), "member env is not a JSON object");
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : j.fields) out[k] = v.python_str();

@@ -4,7 +4,6 @@
 #include <cctype>
 
 #include "config_check/config_compare.h"
-#include "config_check/json_tree.h"
 #include "config_check/sequence_ratio.h"
 #include "numprobe/error.h"
 
@@ -148,7 +147,7 @@ void compare_file(const Json& bench, const Json& cmp, const std::string& file,
 }
 
 Json object_member(const Pack& pack, const std::string& member) {
-  Json j = parse_json(pack.member(member), pack.path(), member);
+  Json j = parse_member_json(pack.member(member), pack.path(), member);
   if (j.kind != Json::kObject)
     throw InputError(pack.path(), "member " + member + " is not a JSON object");
   return j;

@@ -7,7 +7,6 @@
 #include <tuple>
 
 #include "config_check/config_compare.h"
-#include "config_check/json_tree.h"
 #include "config_check/sequence_ratio.h"
 #include "numprobe/error.h"
 
@@ -32,7 +31,7 @@ Ranks read_ranks(const Pack& pack) {
         name.substr(static_cast<size_t>(used)) != ".json" ||
         !std::isdigit(static_cast<unsigned char>(name[11])))
       throw InputError(pack.path(), "member " + name + " is not random/rank<R>.json");
-    const Json j = parse_json(bytes, pack.path(), name);
+    const Json j = parse_member_json(bytes, pack.path(), name);
     if (j.kind != Json::kObject)
       throw InputError(pack.path(), "member " + name + " is not a JSON object");
     auto& apis = out[rank];

@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "config_check/config_compare.h"
-#include "config_check/json_tree.h"
 #include "numprobe/error.h"
 
 namespace numprobe::configcheck {
@@ -36,7 +35,7 @@ std::map<StepRank, Json> by_step_rank(const Pack& pack, const std::string& prefi
     if (!shaped)
       throw InputError(pack.path(),
                        "member " + name + " is not " + prefix + "/step<N>/rank<R>/" + file);
-    Json j = parse_json(bytes, pack.path(), name);
+    Json j = parse_member_json(bytes, pack.path(), name);
     if (j.kind != Json::kObject)
       throw InputError(pack.path(), "member " + name + " is not a JSON object");
     out[{step, rank}] = std::move(j);

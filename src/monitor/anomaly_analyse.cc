@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <tuple>
 #include <unordered_map>
 
 #include "base/file_util.h"
+#include "base/json_tree.h"
 #include "base/mapped_file.h"
 #include "base/py_json_writer.h"
 #include "numprobe/error.h"
@@ -22,19 +22,31 @@ bool is_dir(const std::string& p) {
   return fs::is_directory(p, ec);
 }
 
-// ordered_json: the files' key order is the anomalies' order (ties sort stably in file order).
-using Json = nlohmann::ordered_json;
+// The tree keeps the files' key order: the anomalies' order (ties sort stably in file order).
+using base::Json;
+
+// Strict JSON; a key twice keeps the first position and the last value (Python's dict).
+Json parse_strict(std::string_view text, const std::string& source) {
+  base::JsonReadOptions options;
+  options.strict = true;
+  options.syntax_label = "not valid JSON";
+  return base::parse_json(text, source, options);
+}
 
 int64_t int_field(const Json& v, const std::string& key, const std::string& source) {
-  if (!v.is_number_integer())
-    throw InputError(source, "anomaly field '" + key + "' must be an integer");
-  return v.get<int64_t>();
+  if (!v.is_int())
+    throw InputError(source, "anomaly field '" + key + "' must be an integer",
+                     static_cast<int64_t>(v.offset));
+  if (!v.fits_int64)
+    throw InputError(source, "anomaly field '" + key + "': " + v.text + " is out of range",
+                     static_cast<int64_t>(v.offset));
+  return v.integer;
 }
 
 AnomalyRecord parse_record(const std::string& key, const Json& v, const std::string& source) {
   if (!v.is_object()) throw InputError(source, "anomaly '" + key + "' must be an object");
   AnomalyRecord r;
-  for (const auto& [k, x] : v.items()) {
+  for (const auto& [k, x] : v.fields) {
     if (k == "rank")
       r.rank = int_field(x, k, source);
     else if (k == "step")
@@ -50,11 +62,11 @@ AnomalyRecord parse_record(const std::string& key, const Json& v, const std::str
     else if (k == "tag_name" || k == "message") {
       if (!x.is_string() && !x.is_null())
         throw InputError(source, "anomaly field '" + k + "' must be a string");
-      (k == "tag_name" ? r.tag_name : r.message) = x.is_null() ? "" : x.get<std::string>();
+      (k == "tag_name" ? r.tag_name : r.message) = x.text;  // null: ""
     } else if (k == "group_mates") {
       if (x.is_null()) continue;
       if (!x.is_array()) throw InputError(source, "anomaly field 'group_mates' must be a list");
-      for (const auto& m : x) r.group_mates.push_back(int_field(m, k, source));
+      for (const auto& m : x.items) r.group_mates.push_back(int_field(m, k, source));
     } else {
       throw InputError(source, "anomaly '" + key + "' has an unknown field '" + k + "'");
     }
@@ -145,15 +157,10 @@ std::string anomaly_json(const std::vector<AnomalyRecord>& records) {
 }
 
 std::vector<AnomalyRecord> parse_anomaly_json(std::string_view text, const std::string& source) {
-  Json doc;
-  try {
-    doc = Json::parse(text.begin(), text.end());
-  } catch (const Json::exception& e) {
-    throw InputError(source, std::string("not valid JSON: ") + e.what());
-  }
+  const Json doc = parse_strict(text, source);
   if (!doc.is_object()) throw InputError(source, "anomaly file must hold a JSON object");
   std::vector<AnomalyRecord> out;
-  for (const auto& [k, v] : doc.items()) out.push_back(parse_record(k, v, source));
+  for (const auto& [k, v] : doc.fields) out.push_back(parse_record(k, v, source));
   return out;
 }
 
@@ -202,17 +209,19 @@ std::string write_anomaly_analyse(const std::vector<AnomalyRecord>& records,
 }
 
 std::vector<int64_t> parse_step_list(const std::string& text) {
-  nlohmann::json v;
+  Json v;
   try {
-    v = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
+    v = parse_strict(text, "-s");
+  } catch (const InputError&) {
     throw InputError("-s", "'" + text + "' is not a list of steps such as [1, 2]");
   }
   if (!v.is_array()) throw InputError("-s", "'" + text + "' is not a list of steps such as [1, 2]");
   std::vector<int64_t> steps;
-  for (const auto& s : v) {
-    if (!s.is_number_integer()) throw InputError("-s", "'" + text + "': steps must be integers");
-    steps.push_back(s.get<int64_t>());
+  for (const auto& s : v.items) {
+    if (!s.is_int()) throw InputError("-s", "'" + text + "': steps must be integers");
+    if (!s.fits_int64)
+      throw InputError("-s", "'" + text + "': step " + s.text + " is out of range");
+    steps.push_back(s.integer);
   }
   return steps;
 }

@@ -4,16 +4,18 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json_tree.h"
+#include "base/json_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/monitor/config.h"
 
 namespace numprobe::monitor {
 namespace {
 
-using nlohmann::json;
+using base::Json;
+using Fields = std::vector<std::pair<std::string, Json>>;
 
 const char* const kOps[] = {"min", "max", "norm", "mean", "zeros", "nans", "infs"};
 const char* const kRules[] = {"AnomalyTurbulence", "AnomalyNan"};
@@ -26,55 +28,53 @@ class Parser {
     throw InputError(source_, "field '" + field + "' " + what);
   }
 
-  bool boolean(const json& v, const std::string& field) const {
-    if (!v.is_boolean()) fail(field, "must be true or false");
-    return v.get<bool>();
+  bool boolean(const Json& v, const std::string& field) const {
+    if (!v.is_bool()) fail(field, "must be true or false");
+    return v.boolean;
   }
 
-  int64_t integer(const json& v, const std::string& field, int64_t lo, int64_t hi) const {
-    if (!v.is_number_integer()) fail(field, "must be an integer");
-    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
-      fail(field, "must be at most " + std::to_string(hi));
-    const int64_t x = v.get<int64_t>();
-    if (x < lo || x > hi)
+  int64_t integer(const Json& v, const std::string& field, int64_t lo, int64_t hi) const {
+    if (!v.is_int()) fail(field, "must be an integer");
+    const int64_t x = v.integer;  // beyond int64 (!fits_int64): out of any range
+    if (!v.fits_int64 || x < lo || x > hi)
       fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
     return x;
   }
 
-  double number(const json& v, const std::string& field, double lo) const {
+  double number(const Json& v, const std::string& field, double lo) const {
     if (!v.is_number()) fail(field, "must be a number");
-    const double x = v.get<double>();
+    const double x = v.number;
     if (!std::isfinite(x) || x < lo)
       fail(field, "must be a finite number >= " + std::to_string(lo));
     return x;
   }
 
-  std::string string(const json& v, const std::string& field) const {
+  std::string string(const Json& v, const std::string& field) const {
     if (!v.is_string()) fail(field, "must be a string");
-    return v.get<std::string>();
+    return v.text;
   }
 
-  const json& object(const json& v, const std::string& field) const {
+  const Fields& object(const Json& v, const std::string& field) const {
     if (!v.is_object()) fail(field, "must be an object");
-    return v;
+    return v.fields;
   }
 
-  const json& array(const json& v, const std::string& field) const {
+  const std::vector<Json>& array(const Json& v, const std::string& field) const {
     if (!v.is_array()) fail(field, "must be a list");
-    return v;
+    return v.items;
   }
 
   [[noreturn]] void unsupported(const std::string& field) const {
     throw InputError(source_, "field '" + field + "' is not supported by numprobe");
   }
 
-  void targets(const json& v, MonitorConfig& c) const {
+  void targets(const Json& v, MonitorConfig& c) const {
     // msprobe (validate_targets): an object of module or parameter names, each an object naming
     // the slots to watch with msprobe's struct strings ({} watches every slot).
-    for (const auto& [module, spec] : object(v, "targets").items()) {
+    for (const auto& [module, spec] : object(v, "targets")) {
       const std::string field = "targets." + module;
       TargetSpec t;
-      for (const auto& [slot, s] : object(spec, field).items()) {
+      for (const auto& [slot, s] : object(spec, field)) {
         const std::string sf = field + "." + slot;
         if (slot == "input")
           t.input = string(s, sf);
@@ -91,8 +91,8 @@ class Parser {
     }
   }
 
-  void cc(const json& v, CollectiveConfig& cc) const {
-    for (const auto& [k, x] : object(v, "cc_distribution").items()) {
+  void cc(const Json& v, CollectiveConfig& cc) const {
+    for (const auto& [k, x] : object(v, "cc_distribution")) {
       const std::string field = "cc_distribution." + k;
       if (k == "enable")
         cc.enable = boolean(x, field);
@@ -108,8 +108,8 @@ class Parser {
     }
   }
 
-  void alert(const json& v, MonitorConfig& c) const {
-    for (const auto& [k, x] : object(v, "alert").items()) {
+  void alert(const Json& v, MonitorConfig& c) const {
+    for (const auto& [k, x] : object(v, "alert")) {
       if (k == "dump") {
         c.alert_dump = boolean(x, "alert.dump");
       } else if (k == "rules") {
@@ -122,19 +122,19 @@ class Parser {
     }
   }
 
-  void rule(const json& r, const std::string& field, MonitorConfig& c) const {
+  void rule(const Json& r, const std::string& field, MonitorConfig& c) const {
     AlertRule rule;
     // AnomalyNan without a threshold checks NaN only (msprobe's threshold=None): +inf never trips.
     rule.threshold = std::numeric_limits<double>::infinity();
     bool has_threshold = false;
-    for (const auto& [k, x] : object(r, field).items()) {
+    for (const auto& [k, x] : object(r, field)) {
       if (k == "rule_name") {
         rule.name = string(x, field + ".rule_name");
         if (std::find(std::begin(kRules), std::end(kRules), rule.name) == std::end(kRules))
           fail(field + ".rule_name",
                "names an unknown rule '" + rule.name + "' (AnomalyTurbulence, AnomalyNan)");
       } else if (k == "args") {
-        for (const auto& [a, y] : object(x, field + ".args").items()) {
+        for (const auto& [a, y] : object(x, field + ".args")) {
           if (a != "threshold") unsupported(field + ".args." + a);
           rule.threshold = number(y, field + ".args.threshold", 0);
           has_threshold = true;
@@ -149,7 +149,7 @@ class Parser {
     c.alert_rules.push_back(rule);
   }
 
-  void ops(const json& v, MonitorConfig& c) const {
+  void ops(const Json& v, MonitorConfig& c) const {
     for (const auto& op : array(v, "ops")) {
       const std::string name = string(op, "ops");
       if (std::find(std::begin(kOps), std::end(kOps), name) == std::end(kOps))
@@ -158,14 +158,14 @@ class Parser {
     }
   }
 
-  void append_output(const json& v, MonitorConfig& c) const {
+  void append_output(const Json& v, MonitorConfig& c) const {
     for (const auto& t : array(v, "append_output"))
       c.append_output.push_back(string(t, "append_output"));
     if (!c.append_output.empty() && c.append_output.size() != 2)
       fail("append_output", "must be empty or hold two time tags [start, end]");
   }
 
-  void field(const std::string& k, const json& x, MonitorConfig& c) const {
+  void field(const std::string& k, const Json& x, MonitorConfig& c) const {
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     if (k == "targets")
       targets(x, c);
@@ -249,16 +249,15 @@ bool MonitorConfig::monitors_rank(int64_t rank) const {
 }
 
 MonitorConfig parse_monitor_config(std::string_view json_text, const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {
-    throw InputError(source, std::string("not valid JSON: ") + e.what());
-  }
+  // Strict JSON; a key given twice keeps its last value (as Python's json and msprobe do).
+  base::JsonReadOptions options;
+  options.strict = true;
+  options.syntax_label = "not valid JSON";
+  const Json doc = base::parse_json(json_text, source, options);
   if (!doc.is_object()) throw InputError(source, "the monitor config must be a JSON object");
   const Parser p(source);
   MonitorConfig c;
-  for (const auto& [k, x] : doc.items()) p.field(k, x, c);
+  for (const auto& [k, x] : doc.fields) p.field(k, x, c);
   if (c.ops.empty()) c.ops.push_back("norm");
   return c;
 }
@@ -271,54 +270,95 @@ MonitorConfig load_monitor_config(const std::string& path) {
   return parse_monitor_config(text.str(), path);
 }
 
+// Keys in this order, compact (base/json_writer.h): the layout trainer_mon.py has always read.
 std::string monitor_config_json(const MonitorConfig& c) {
-  nlohmann::ordered_json j;
-  nlohmann::ordered_json targets = nlohmann::ordered_json::object();
-  for (const auto& [name, t] : c.targets) {
-    nlohmann::ordered_json spec = nlohmann::ordered_json::object();
-    if (!t.input.empty()) spec["input"] = t.input;
-    if (!t.output.empty()) spec["output"] = t.output;
-    if (!t.input_grad.empty()) spec["input_grad"] = t.input_grad;
-    if (!t.output_grad.empty()) spec["output_grad"] = t.output_grad;
-    targets[name] = spec;
+  std::string out;
+  base::JsonWriter w(out);
+  w.begin_object();
+  w.key("targets");
+  w.begin_object();
+  for (const auto& [name, t] : c.targets) {  // std::map: sorted by name
+    w.key(name);
+    w.begin_object();
+    const std::pair<const char*, const std::string*> slots[] = {{"input", &t.input},
+                                                                {"output", &t.output},
+                                                                {"input_grad", &t.input_grad},
+                                                                {"output_grad", &t.output_grad}};
+    for (const auto& [slot, spec] : slots) {
+      if (spec->empty()) continue;
+      w.key(slot);
+      w.string_value(*spec);
+    }
+    w.end_object();
   }
-  j["targets"] = targets;
-  j["dynamic_on"] = c.dynamic_on;
-  j["start_step"] = c.start_step;
-  j["step_interval"] = c.step_interval;
-  j["collect_times"] = c.collect_times;
-  j["print_struct"] = c.print_struct;
-  j["module_ranks"] = c.module_ranks;
-  j["xy_distribution"] = c.xy_distribution;
-  j["all_xy"] = c.all_xy;
-  j["forward_only"] = c.forward_only;
-  j["backward_only"] = c.backward_only;
-  j["wg_distribution"] = c.wg_distribution;
-  j["monitor_mbs_grad"] = c.monitor_mbs_grad;
-  j["mv_distribution"] = c.mv_distribution;
-  j["param_distribution"] = c.param_distribution;
-  j["ur_distribution"] = c.ur_distribution;
-  j["mg_direction"] = c.mg_direction;
-  j["cc_distribution"] = {{"enable", c.cc.enable},
-                          {"cc_codeline", c.cc.cc_codeline},
-                          {"cc_pre_hook", c.cc.cc_pre_hook},
-                          {"cc_log_only", c.cc.cc_log_only}};
-  j["stack_info"] = c.stack_info;
-  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
+  w.end_object();
+  auto flag = [&](const char* key, bool v) {
+    w.key(key);
+    w.bool_value(v);
+  };
+  auto integer = [&](const char* key, int64_t v) {
+    w.key(key);
+    w.int_value(v);
+  };
+  flag("dynamic_on", c.dynamic_on);
+  integer("start_step", c.start_step);
+  integer("step_interval", c.step_interval);
+  integer("collect_times", c.collect_times);
+  flag("print_struct", c.print_struct);
+  w.key("module_ranks");
+  w.int_array(c.module_ranks);
+  flag("xy_distribution", c.xy_distribution);
+  flag("all_xy", c.all_xy);
+  flag("forward_only", c.forward_only);
+  flag("backward_only", c.backward_only);
+  flag("wg_distribution", c.wg_distribution);
+  flag("monitor_mbs_grad", c.monitor_mbs_grad);
+  flag("mv_distribution", c.mv_distribution);
+  flag("param_distribution", c.param_distribution);
+  flag("ur_distribution", c.ur_distribution);
+  flag("mg_direction", c.mg_direction);
+  w.key("cc_distribution");
+  w.begin_object();
+  flag("enable", c.cc.enable);
+  w.key("cc_codeline");
+  w.string_array(c.cc.cc_codeline);
+  flag("cc_pre_hook", c.cc.cc_pre_hook);
+  flag("cc_log_only", c.cc.cc_log_only);
+  w.end_object();
+  flag("stack_info", c.stack_info);
+  w.key("alert");
+  w.begin_object();
+  w.key("rules");
+  w.begin_array();
   for (const auto& r : c.alert_rules) {
-    nlohmann::ordered_json args = nlohmann::ordered_json::object();
-    if (std::isfinite(r.threshold)) args["threshold"] = r.threshold;  // none: NaN check only
-    rules.push_back({{"rule_name", r.name}, {"args", args}});
+    w.begin_object();
+    w.key("rule_name");
+    w.string_value(r.name);
+    w.key("args");
+    w.begin_object();
+    if (std::isfinite(r.threshold)) {  // none: NaN check only
+      w.key("threshold");
+      w.float_value(r.threshold);
+    }
+    w.end_object();
+    w.end_object();
   }
-  j["alert"] = {{"rules", rules}, {"dump", c.alert_dump}};
-  j["format"] = c.format == OutputFormat::kCsv ? "csv" : "tensorboard";
-  j["ops"] = c.ops;
-  j["eps"] = c.eps;
-  j["ndigits"] = c.ndigits;
-  j["step_count_per_record"] = c.step_count_per_record;
-  j["squash_name"] = c.squash_name;
-  j["append_output"] = c.append_output;
-  return j.dump();
+  w.end_array();
+  flag("dump", c.alert_dump);
+  w.end_object();
+  w.key("format");
+  w.string_value(c.format == OutputFormat::kCsv ? "csv" : "tensorboard");
+  w.key("ops");
+  w.string_array(c.ops);
+  w.key("eps");
+  w.float_value(c.eps);
+  integer("ndigits", c.ndigits);
+  integer("step_count_per_record", c.step_count_per_record);
+  flag("squash_name", c.squash_name);
+  w.key("append_output");
+  w.string_array(c.append_output);
+  w.end_object();
+  return out;
 }
 
 }  // namespace numprobe::monitor

@@ -1,10 +1,9 @@
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "base/json_writer.h"
 #include "base/mapped_file.h"
 #include "monitor/monitor_csv.h"
 #include "monitor/run_dir.h"
@@ -127,8 +126,7 @@ void read_run(const std::string& dir, int64_t rank, Collector& c, MonitorData& d
 }
 
 // JSON text safe inside <script>: no '<', '>' or '&' left to end the element or start markup.
-std::string script_safe_json(const nlohmann::json& j) {
-  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string script_safe_json(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (char ch : text) {
@@ -156,8 +154,68 @@ std::string inert_closing(std::string_view text, const std::string& tag) {
   return out;
 }
 
-nlohmann::json number_or_null(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+// The page's data: {"anomalies":[...],"runs":[...],"series":[...]}, compact (base/json_writer.h).
+// Every object's keys are written in sorted order, as they always have been.
+std::string report_json(const MonitorData& data) {
+  std::string out;
+  base::JsonWriter w(out);
+  auto str = [&](const char* key, const std::string& v) {
+    w.key(key);
+    w.string_value(v);
+  };
+  auto integer = [&](const char* key, int64_t v) {
+    w.key(key);
+    w.int_value(v);
+  };
+  w.begin_object();
+  w.key("anomalies");
+  w.begin_array();
+  for (const auto& a : data.anomalies) {
+    std::string group, name, op;
+    // tag_name "<name>/rank<r>/<task>": reuse the TensorBoard split with a placeholder op.
+    split_tb_tag(a.tag_name + "_x", &group, &name, &op);
+    w.begin_object();
+    integer("call_id", a.call_id);
+    str("group", group);
+    str("message", a.message);
+    integer("micro_step", a.micro_step);
+    integer("rank", a.rank);
+    integer("step", a.step);
+    str("tag", name);
+    str("tag_name", a.tag_name);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("runs");
+  w.begin_array();
+  for (const auto& r : data.runs) {
+    w.begin_object();
+    str("dir", r.dir);
+    integer("files", static_cast<int64_t>(r.files));
+    str("format", r.format);
+    integer("rank", r.rank);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("series");
+  w.begin_array();
+  for (const auto& s : data.series) {
+    w.begin_object();
+    str("group", s.group);
+    str("op", s.op);
+    integer("rank", s.rank);
+    str("tag", s.tag);
+    w.key("x");
+    w.int_array(s.steps);
+    w.key("y");
+    w.begin_array();
+    for (double v : s.values) w.float_value(v);  // NaN and Inf as null
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return out;
 }
 
 }  // namespace
@@ -188,36 +246,6 @@ MonitorData read_monitor_output(const std::string& base) {
 }
 
 std::string render_monitor_report(const MonitorData& data, const ReportAssets& assets) {
-  nlohmann::json j;
-  j["runs"] = nlohmann::json::array();
-  for (const auto& r : data.runs)
-    j["runs"].push_back(
-        {{"dir", r.dir}, {"rank", r.rank}, {"format", r.format}, {"files", r.files}});
-  j["series"] = nlohmann::json::array();
-  for (const auto& s : data.series) {
-    nlohmann::json y = nlohmann::json::array();
-    for (double v : s.values) y.push_back(number_or_null(v));
-    j["series"].push_back({{"group", s.group},
-                           {"op", s.op},
-                           {"rank", s.rank},
-                           {"tag", s.tag},
-                           {"x", s.steps},
-                           {"y", y}});
-  }
-  j["anomalies"] = nlohmann::json::array();
-  for (const auto& a : data.anomalies) {
-    std::string group, name, op;
-    // tag_name "<name>/rank<r>/<task>": reuse the TensorBoard split with a placeholder op.
-    split_tb_tag(a.tag_name + "_x", &group, &name, &op);
-    j["anomalies"].push_back({{"rank", a.rank},
-                              {"step", a.step},
-                              {"micro_step", a.micro_step},
-                              {"call_id", a.call_id},
-                              {"tag_name", a.tag_name},
-                              {"group", group},
-                              {"tag", name},
-                              {"message", a.message}});
-  }
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>numprobe monitor report</title>\n<style>\n";
@@ -232,7 +260,7 @@ std::string render_monitor_report(const MonitorData& data, const ReportAssets& a
       "<h2>Anomalies</h2>\n<table id=\"anomalies\"><thead><tr><th>rank</th><th>step</th>"
       "<th>micro_step</th><th>call_id</th><th>tag</th><th>message</th></tr></thead><tbody></tbody>"
       "</table>\n<script type=\"application/json\" id=\"monitor-data\">";
-  html += script_safe_json(j);
+  html += script_safe_json(report_json(data));
   html += "</script>\n<script>\n";
   html += inert_closing(assets.uplot_js, "script");
   html += "\n</script>\n<script>\n";

@@ -420,11 +420,13 @@ TEST(CaptureConfig, LoadFromFile) {
   EXPECT_THROW(load_capture_config(dir), InputError);
 }
 
-// Regression (found by capture_config_fuzz): a number too large for a double made nlohmann throw
-// out_of_range, which escaped as std::terminate instead of an InputError.
+// Regression (found by capture_config_fuzz): a number too large for a double made the JSON library
+// of the time throw an exception that escaped as std::terminate instead of an InputError. The
+// strict reader (base/json_tree.h) reports it, with its offset.
 TEST(CaptureConfig, NumberOverflowIsAnInputError) {
   expect_error(R"({"step": [1e999]})", {"config.json", "number overflow"});
   expect_error(R"({"run_ut": {"x": 1e999}})", {"config.json", "number overflow"});
+  expect_error(R"({"step": [1e999]})", {"config.json (byte 10)", "malformed JSON"});
 }
 
 TEST(CaptureConfig, GradProbeSection) {

@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "config_check/config_compare.h"
-#include "config_check/json_tree.h"
 #include "config_check/pack_zip.h"
 #include "config_check/sequence_ratio.h"
 #include "numprobe/error.h"

@@ -151,5 +151,21 @@ TEST(AnomalyAnalyse, JsonRoundTripAndFiles) {
   EXPECT_THROW(parse_step_list("1"), InputError);
 }
 
+// Regression: an integer beyond int64 was read as a wrapped value (rank 18446744073709551615 became
+// -1); it is an error naming the field and where it is.
+TEST(AnomalyAnalyse, IntegersBeyondInt64AreErrors) {
+  try {
+    parse_anomaly_json(R"({"k": {"rank": 18446744073709551615}})", "a.json");
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("a.json (byte 15)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'rank'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("out of range"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(parse_step_list("[18446744073709551615]"), InputError);
+  EXPECT_THROW(parse_anomaly_json(R"({"k": {"step": 1.5}})", "a.json"), InputError);
+}
+
 }  // namespace
 }  // namespace numprobe::monitor

@@ -83,6 +83,32 @@ TEST(MonitorConfig, EveryField) {
   EXPECT_EQ(back.targets.at("fc1").input_grad, "tuple[1]:0");
 }
 
+// The canonical JSON's bytes as nlohmann/json wrote them before base::JsonWriter did (the Python
+// front reads them): key order, compact layout, 2.0 and 0.001, UTF-8 kept, \u0001 escaped.
+TEST(MonitorConfig, CanonicalJsonLayout) {
+  const MonitorConfig c = parse_monitor_config(
+      R"({"eps": 0.001, "start_step": 9223372036854775807, "targets": {"\u4e2d\u0001": {},
+          "fc1": {"output_grad": "t", "input": "tensor"}},
+          "alert": {"rules": [{"rule_name": "AnomalyTurbulence", "args": {"threshold": 2}},
+                              {"rule_name": "AnomalyNan"}]},
+          "module_ranks": [0, 3], "ops": ["norm"], "ops": ["max", "min"]})",
+      "c.json");
+  EXPECT_EQ(monitor_config_json(c),
+            R"({"targets":{"fc1":{"input":"tensor","output_grad":"t"},")"
+            "\xe4\xb8\xad"
+            R"(\u0001":{}},"dynamic_on":false,)"
+            R"("start_step":9223372036854775807,"step_interval":1,"collect_times":100000000,)"
+            R"("print_struct":false,"module_ranks":[0,3],"xy_distribution":false,"all_xy":false,)"
+            R"("forward_only":false,"backward_only":false,"wg_distribution":false,)"
+            R"("monitor_mbs_grad":false,"mv_distribution":false,"param_distribution":false,)"
+            R"("ur_distribution":false,"mg_direction":false,"cc_distribution":{"enable":false,)"
+            R"("cc_codeline":[],"cc_pre_hook":false,"cc_log_only":false},"stack_info":false,)"
+            R"("alert":{"rules":[{"rule_name":"AnomalyTurbulence","args":{"threshold":2.0}},)"
+            R"({"rule_name":"AnomalyNan","args":{}}],"dump":false},"format":"csv",)"
+            R"("ops":["max","min"],"eps":0.001,"ndigits":6,"step_count_per_record":1,)"
+            R"("squash_name":false,"append_output":[]})");
+}
+
 TEST(MonitorConfig, EveryErrorNamesFileAndField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"l2_targets": {}})", "cfg.json: field 'l2_targets' is not supported by numprobe"},
