@@ -1079,13 +1079,26 @@ double carried_discrepancy(const PairResult& p) {
 }
 
 DType mixed_precision_dtype(const PairResult& p) {
-  size_t contractions = 0, changed = 0;
-  DType low = DType::kUnknown;
-  for (const EntryRows& g : entry_groups(p)) {
+  // The API contractions decide; a dump without any (L0: modules only, as locate's first round
+  // writes) is decided by its contraction modules (Linear, Conv2d, LSTM, ...) instead.
+  const std::vector<EntryRows> groups = entry_groups(p);
+  bool api_contractions = false;
+  for (const EntryRows& g : groups) {
     if (g.golden_only) continue;
     const std::string_view name = p.target.dump.entry_name(g.entry);
-    if (op_class(name) != OpClass::kContraction ||
-        parse_entry_name(name).direction != Direction::kForward)
+    if (op_class(name) == OpClass::kContraction &&
+        parse_entry_name(name).direction == Direction::kForward) {
+      api_contractions = true;
+      break;
+    }
+  }
+  size_t contractions = 0, changed = 0;
+  DType low = DType::kUnknown;
+  for (const EntryRows& g : groups) {
+    if (g.golden_only) continue;
+    const std::string_view name = p.target.dump.entry_name(g.entry);
+    if (parse_entry_name(name).direction != Direction::kForward) continue;
+    if (api_contractions ? op_class(name) != OpClass::kContraction : !contraction_module(name))
       continue;
     bool paired = false, lowered = false;
     for (size_t i = g.begin; i < g.end; ++i) {

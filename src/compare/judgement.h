@@ -27,6 +27,8 @@ const char* op_class_name(OpClass c);
 // From the entry's name (its API, e.g. "Functional.layer_norm.0.forward"). Backward entries of
 // elementwise ops count as reductions (a broadcast's gradient is a sum).
 OpClass op_class(std::string_view entry_name);
+// A module entry of a class that contracts (Linear, Conv2d, LSTM, MultiheadAttention, Dense...).
+bool contraction_module(std::string_view entry_name);
 
 // What the pair's agreement so far says about the noise between the two setups.
 enum class Regime : uint8_t {

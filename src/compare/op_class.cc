@@ -235,6 +235,17 @@ const char* regime_name(Regime r) {
   return "?";
 }
 
+bool contraction_module(std::string_view entry_name) {
+  const EntryName n = parse_entry_name(entry_name);
+  if (!n.is_module) return false;
+  // "layers.0.attn.wq.Linear": the class is the last component of the module's path.
+  const size_t dot = n.op.rfind('.');
+  std::string cls(dot == std::string_view::npos ? n.op : n.op.substr(dot + 1));
+  std::transform(cls.begin(), cls.end(), cls.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return forward_class(cls) == OpClass::kContraction;
+}
+
 OpClass op_class(std::string_view entry_name) {
   const EntryName n = parse_entry_name(entry_name);
   if (n.is_module) return OpClass::kModule;

@@ -142,6 +142,30 @@ def test_a_fault_beyond_low_precision_noise_is_named(work, name):
     assert pair["first_divergence"]["regime"] == "mixed_precision"
 
 
+def capture_l0(out, model, fault="", **opts):
+    """A module-only (L0) capture, as locate's first round writes: run_one's config replaced
+    through NUMPROBE_CONFIG."""
+    if out.exists():
+        return out
+    out.mkdir(parents=True)
+    cfg = out / "l0_config.json"
+    cfg.write_text(json.dumps({"task": "statistics", "level": "L0", "dump_path": str(out)}))
+    return suite_capture(out, model, 1, fault, env={"NUMPROBE_CONFIG": str(cfg)}, **opts)
+
+
+@pytest.mark.parametrize("model", ["gpt", "resnet"])
+def test_a_module_only_mixed_precision_pair_is_judged_as_one(work, model):
+    """At L0 no API contraction is dumped: the contraction modules (Linear, Conv2d) say the pair
+    is mixed precision. Regression: locate's first round named the first Linear's dtype
+    (dtype_differs) on every bf16 pair, and never reached the fault."""
+    require_autocast("bf16")
+    golden = capture_l0(work / f"{model}_l0", model)
+    target = capture_l0(work / f"{model}_l0_bf16", model, bf16=True)
+    pairs, stdout = compare(target, golden, work / f"cmp_{model}_l0_bf16")
+    assert_clean(pairs, stdout)
+    assert pairs[0]["regime"] == "mixed_precision", pairs[0]["regime"]
+
+
 @NO_FP16
 def test_an_fp16_overflow_is_named_not_excused(work):
     """The GPT scales its masked attention scores by 1e5 (golden fp32: 1.4e5, fine); in float16
