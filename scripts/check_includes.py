@@ -33,10 +33,11 @@ LAYERS = {
     "acccheck": ENGINE + ["acccheck"],
     "capture": ENGINE + ["capture"],
     "monitor": ENGINE + ["monitor"],
+    "convert": ENGINE + ["capture", "convert"],
     "capture/torch": ENGINE + ["capture", "monitor", "torch_common"],  # and itself, as every layer
     "torch_common": ["core", "torch_common"],
     "replay": ENGINE + ["acccheck", "replay", "torch_common"],
-    "cli": ENGINE + ["compare", "graph", "ckpt", "configcheck", "serve", "acccheck", "capture", "monitor", "cli"],
+    "cli": ENGINE + ["compare", "graph", "ckpt", "configcheck", "serve", "acccheck", "capture", "monitor", "convert", "cli"],
 }
 # Folders with no layer rule of their own that still must resolve their includes.
 UNLAYERED = ["python/src", "python/engine_src", "python/common", "tests", "bench"]
