@@ -29,6 +29,7 @@ seeds_for() {
     monitor_config_fuzz) echo "$root/tests/fuzz/seeds/monitor_config" ;;
     monitor_anomaly_fuzz) echo "$root/tests/fuzz/seeds/monitor_anomaly" ;;
     monitor_csv_fuzz) echo "$root/tests/fuzz/seeds/monitor_csv" ;;
+    ms_dump_fuzz) echo "$root/tests/fuzz/seeds/ms_dump" ;;
     *) echo "" ;;
   esac
 }

@@ -14,6 +14,7 @@
 
 #include "capture/capture_config.h"
 #include "capture/capture_session.h"
+#include "convert_binding.h"
 #include "numprobe/error.h"
 #include "py_entry.h"
 
@@ -146,6 +147,7 @@ PYBIND11_MODULE(_engine, m) {
   m.doc() = "numprobe's torch-free engine for Python capture fronts (MindSpore)";
   // As numprobe._C's: a ValueError, so scripts catch either binding's errors alike.
   py::register_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
+  numprobe::pyengine::add_convert_binding(m);
 
   m.def(
       "check_config",

@@ -11,6 +11,7 @@
 #include "capture/capture_config.h"
 #include "capture/capture_record.h"
 #include "capture/capture_session.h"
+#include "convert/ms_graph_ir.h"
 #include "core/npy.h"
 #include "core/stats.h"
 #include "numprobe/error.h"
@@ -49,7 +50,7 @@ struct Leaves {
 };
 
 // One tensor file as a leaf: shape and data from the .npy, dtype as MindSpore spelled it.
-void add_leaf(const MsTensorFile& f, const std::string& data_name, Leaves& l) {
+void add_leaf(const MsTensorFile& f, const IrShape* ir, const std::string& data_name, Leaves& l) {
   capture::TensorLeaf& leaf = l.rec.tensor();
   leaf.type = "mindspore.Tensor";
   leaf.dtype = f.name.dtype;
@@ -63,6 +64,11 @@ void add_leaf(const MsTensorFile& f, const std::string& data_name, Leaves& l) {
   }
   const NpyHeader& h = npy->header();
   leaf.shape = h.shape;
+  if (ir && *ir) {
+    size_t n = 1;
+    for (int64_t d : **ir) n *= static_cast<size_t>(d);
+    if (n == h.element_count) leaf.shape = **ir;  // the graph's shape of the same elements
+  }
   if (h.dtype == DType::kUnknown || h.fortran_order) {
     l.problems.push_back({f.path, "element type " + h.descr +
                                       (h.fortran_order ? " in Fortran order" : "") +
@@ -84,7 +90,8 @@ void add_leaf(const MsTensorFile& f, const std::string& data_name, Leaves& l) {
 }
 
 // The slots 0..max of one side, null where a file is missing (a cut-off dump).
-void add_side(const MsKernelCall& c, bool output, const std::string& stem, Leaves& l) {
+void add_side(const MsKernelCall& c, const IrKernelShapes* ir, bool output, const std::string& stem,
+              Leaves& l) {
   int64_t max_index = -1;
   for (const MsTensorFile& f : c.files)
     if (f.name.output == output) max_index = std::max(max_index, f.name.index);
@@ -93,8 +100,13 @@ void add_side(const MsKernelCall& c, bool output, const std::string& stem, Leave
     const MsTensorFile* found = nullptr;
     for (const MsTensorFile& f : c.files)
       if (f.name.output == output && f.name.index == i) found = &f;
+    const std::vector<IrShape>* shapes = ir ? (output ? &ir->outputs : &ir->inputs) : nullptr;
+    const IrShape* shape = shapes && static_cast<size_t>(i) < shapes->size()
+                               ? &(*shapes)[static_cast<size_t>(i)]
+                               : nullptr;
     if (found)
-      add_leaf(*found, stem + (output ? ".output." : ".input.") + std::to_string(i) + ".npy", l);
+      add_leaf(*found, shape, stem + (output ? ".output." : ".input.") + std::to_string(i) + ".npy",
+               l);
     else
       l.rec.null();
   }
@@ -109,6 +121,13 @@ std::string entry_name(const MsKernelCall& c, std::map<std::string, int64_t>& co
   const bool grad = is_gradient_scope(c.scope);
   const int64_t n = counters[(grad ? "B." : "F.") + c.op_type]++;
   return "Kernel." + c.op_type + "." + std::to_string(n) + (grad ? ".backward" : ".forward");
+}
+
+const IrKernelShapes* ir_shapes(const MsRankDump& rd, const MsKernelCall& c) {
+  auto g = rd.graphs.find(c.graph);
+  if (g == rd.graphs.end()) return nullptr;
+  auto k = g->second.shapes.find(c.full_name);
+  return k == g->second.shapes.end() ? nullptr : &k->second;
 }
 
 void write_kernels_json(const std::string& dir,
@@ -157,16 +176,17 @@ ConvertReport convert_mindspore_dump(const std::string& in, const ConvertOptions
         const bool backward =
             rec.name.size() > 9 && rec.name.rfind(".backward") == rec.name.size() - 9;
         Leaves l{rec, opt.tensors, rep.problems, rep.tensor_files};
+        const IrKernelShapes* ir = c.op_type == "Parameter" ? nullptr : ir_shapes(rd, c);
         rec.begin_dict();
         rec.key(backward ? "input" : "input_args");
-        add_side(c, false, rec.name, l);
+        add_side(c, ir, false, rec.name, l);
         if (!backward) {
           rec.key("input_kwargs");
           rec.begin_dict();
           rec.end();
         }
         rec.key("output");
-        add_side(c, true, rec.name, l);
+        add_side(c, ir, true, rec.name, l);
         rec.end();
         names.emplace_back(rec.name, &c);
         session.submit(std::move(rec));

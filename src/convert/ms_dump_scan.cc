@@ -130,6 +130,25 @@ void add_calls(std::vector<MsTensorFile> files, int64_t graph, std::vector<MsKer
   flush();
 }
 
+// A step cut short: the kernels the execution order file lists after the last one dumped.
+void check_complete(const fs::path& dir, const std::vector<MsKernelCall>& calls,
+                    const std::vector<std::string>& csv, MsDumpScan& scan) {
+  std::unordered_map<std::string, size_t> pos;
+  for (size_t i = 0; i < csv.size(); ++i) pos.emplace(underscored(csv[i]), i);
+  int64_t last = -1;
+  for (const MsKernelCall& c : calls) {
+    auto p = pos.find(c.scope);
+    if (p != pos.end()) last = std::max(last, static_cast<int64_t>(p->second));
+  }
+  if (last < 0 || static_cast<size_t>(last) + 1 >= csv.size()) return;
+  const size_t missing = csv.size() - static_cast<size_t>(last) - 1;
+  scan.problems.push_back(
+      {dir.string(), "the last " + std::to_string(missing) + " of " + std::to_string(csv.size()) +
+                         " kernels of the graph's execution order have no "
+                         "files (first: " +
+                         csv[static_cast<size_t>(last) + 1] + "): the run stopped mid-step?"});
+}
+
 // One <net>/<graph>/<iteration> directory: its files grouped into calls, checked against the
 // graph's execution order, and returned in that order. MindSpore's CPU runtime runs kernels
 // without a data dependency between them as they become ready (the loss gradient's RealDiv before
@@ -137,7 +156,8 @@ void add_calls(std::vector<MsTensorFile> files, int64_t graph, std::vector<MsKer
 // execution order file cannot. A call the file does not name (MindSpore renumbers some kernels,
 // AddN) goes right after the call that was dumped before it.
 std::vector<MsKernelCall> scan_iteration(const fs::path& dir, int64_t graph,
-                                         const std::vector<std::string>* order, MsDumpScan& scan) {
+                                         const std::vector<std::string>* order,
+                                         const std::vector<std::string>* csv, MsDumpScan& scan) {
   using Key = std::tuple<std::string, std::string, int64_t, int64_t>;
   std::map<Key, std::vector<MsTensorFile>> groups;
   for (const auto& e : list_dir(dir, scan)) {
@@ -169,13 +189,14 @@ std::vector<MsKernelCall> scan_iteration(const fs::path& dir, int64_t graph,
                    [](const MsTensorFile& f) { return f.name.output; }))
     scan.problems.push_back({dir.string(), "the last kernel dumped (" + newest.scope +
                                                ") has inputs but no output file: cut off?"});
+  if (csv) check_complete(dir, calls, *csv, scan);
   if (!order) return calls;
   std::unordered_map<std::string, size_t> pos;
   for (size_t i = 0; i < order->size(); ++i) pos.emplace(underscored((*order)[i]), i);
   // (position of the anchor, after it?, timestamp): matched calls sit at their own position,
   // the others after the matched call dumped before them (-1: before every one).
   std::vector<std::tuple<int64_t, int, uint64_t, size_t>> keys;
-  int64_t anchor = -1, last = -1;
+  int64_t anchor = -1;
   for (size_t i = 0; i < calls.size(); ++i) {
     MsKernelCall& c = calls[i];
     auto p = pos.find(c.scope);
@@ -185,22 +206,33 @@ std::vector<MsKernelCall> scan_iteration(const fs::path& dir, int64_t graph,
     }
     c.full_name = (*order)[p->second];
     anchor = static_cast<int64_t>(p->second);
-    last = std::max(last, anchor);
     keys.emplace_back(anchor, 0, c.first_timestamp, i);
-  }
-  if (last >= 0 && static_cast<size_t>(last) + 1 < order->size()) {
-    scan.problems.push_back(
-        {dir.string(), "the last " + std::to_string(order->size() - static_cast<size_t>(last) - 1) +
-                           " of " + std::to_string(order->size()) +
-                           " kernels of the graph's execution order have no files (first: " +
-                           (*order)[static_cast<size_t>(last) + 1] +
-                           "): the run stopped mid-step?"});
   }
   std::sort(keys.begin(), keys.end());
   std::vector<MsKernelCall> ordered;
   ordered.reserve(calls.size());
   for (const auto& k : keys) ordered.push_back(std::move(calls[std::get<3>(k)]));
   return ordered;
+}
+
+// graphs/ms_output_trace_code_graph_<g>.ir (the .pb beside it is the same graph, not read).
+void read_graph_irs(const fs::path& dir, MsRankDump& rd, MsDumpScan& scan) {
+  constexpr std::string_view kPrefix = "ms_output_trace_code_graph_";
+  for (const auto& e : list_dir(dir, scan)) {
+    const std::string name = e.path().filename().string();
+    int64_t g = 0;
+    if (name.rfind(kPrefix, 0) != 0 || name.size() < kPrefix.size() + 4 ||
+        name.substr(name.size() - 3) != ".ir" ||
+        !parse_id(name.substr(kPrefix.size(), name.size() - kPrefix.size() - 3), g))
+      continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::ostringstream text;
+    if (!(in && text << in.rdbuf())) {
+      scan.problems.push_back({e.path().string(), "cannot be read"});
+      continue;
+    }
+    rd.graphs[g] = parse_ms_graph_ir(text.str());
+  }
 }
 
 uint64_t first_timestamp(const std::vector<MsKernelCall>& calls) {
@@ -217,13 +249,17 @@ void scan_rank(const fs::path& dir, int64_t rank, MsDumpScan& scan) {
   bool has_order_dir = false;
   std::vector<fs::path> nets;
   std::map<int64_t, std::vector<std::vector<MsKernelCall>>> blocks;  // iteration -> graphs' calls
-  for (const auto& e : list_dir(dir, scan)) {
+  std::vector<fs::directory_entry> entries = list_dir(dir, scan);
+  for (const auto& e : entries) {  // the IR first: it orders the calls
+    if (e.path().filename() == "graphs" && is_dir(e)) read_graph_irs(e.path(), rd, scan);
+  }
+  for (const auto& e : entries) {
     const std::string name = e.path().filename().string();
     if (name == "execution_order" && is_dir(e)) {
       has_order_dir = true;
       orders = read_execution_orders(e.path(), scan);
     } else if (name == "graphs" || name == ".dump_metadata") {
-      continue;  // IR files; not read
+      continue;
     } else if (is_dir(e)) {
       nets.push_back(e.path());
     } else {
@@ -242,6 +278,11 @@ void scan_rank(const fs::path& dir, int64_t rank, MsDumpScan& scan) {
         scan.problems.push_back({g.path().string(), "not a <graph id> directory; skipped"});
         continue;
       }
+      if (!rd.graphs.count(graph))
+        scan.problems.push_back(
+            {g.path().string(), "no graphs/ms_output_trace_code_graph_" + std::to_string(graph) +
+                                    ".ir: tensors keep the shapes MindSpore dumped them with (on "
+                                    "the CPU a Reshape's output carries its input's shape)"});
       auto order = orders.find(graph);
       if (has_order_dir && order == orders.end())
         scan.problems.push_back({g.path().string(), "no execution_order/ms_execution_order_graph_" +
@@ -252,8 +293,11 @@ void scan_rank(const fs::path& dir, int64_t rank, MsDumpScan& scan) {
           scan.problems.push_back({i.path().string(), "not an <iteration> directory; skipped"});
           continue;
         }
-        auto calls =
-            scan_iteration(i.path(), graph, order == orders.end() ? nullptr : &order->second, scan);
+        const std::vector<std::string>* csv = order == orders.end() ? nullptr : &order->second;
+        auto ir = rd.graphs.find(graph);
+        const std::vector<std::string>* sort_by =
+            ir != rd.graphs.end() && !ir->second.order.empty() ? &ir->second.order : csv;
+        auto calls = scan_iteration(i.path(), graph, sort_by, csv, scan);
         if (!calls.empty()) blocks[iteration].push_back(std::move(calls));
       }
     }

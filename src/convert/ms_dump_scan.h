@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/ms_graph_ir.h"
 #include "convert/ms_kernel_name.h"
 
 namespace numprobe::convert {
@@ -25,6 +26,8 @@ struct MsTensorFile {
 };
 
 // One run of one kernel: its input and output files, sorted by (input before output, slot).
+// Calls are ordered as the graph's IR lists them (ms_graph_ir.h), else as its execution order
+// file does, else by the time their files were written.
 struct MsKernelCall {
   std::string op_type;
   std::string scope;  // as in the file name ('/' written as '_')
@@ -45,6 +48,7 @@ struct MsRankDump {
   std::string dir;
   std::string net_name;  // empty when no net directory was found
   std::map<int64_t, MsIteration> iterations;
+  std::map<int64_t, IrGraph> graphs;  // graphs/ms_output_trace_code_graph_<g>.ir, where readable
 };
 
 struct MsDumpScan {
