@@ -30,6 +30,7 @@ seeds_for() {
     monitor_anomaly_fuzz) echo "$root/tests/fuzz/seeds/monitor_anomaly" ;;
     monitor_csv_fuzz) echo "$root/tests/fuzz/seeds/monitor_csv" ;;
     grad_summary_fuzz) echo "$root/tests/fuzz/seeds/grad_summary" ;;
+    ms_dump_fuzz) echo "$root/tests/fuzz/seeds/ms_dump" ;;
     *) echo "" ;;
   esac
 }

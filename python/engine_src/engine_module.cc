@@ -16,6 +16,7 @@
 #include "acc_check_module.h"
 #include "capture/capture_config.h"
 #include "capture/capture_session.h"
+#include "convert_binding.h"
 #include "dump_readers.h"
 #include "numprobe/error.h"
 #include "py_entry.h"
@@ -153,6 +154,7 @@ PYBIND11_MODULE(_engine, m) {
   py::register_local_exception<numprobe::Error>(m, "NumprobeError", PyExc_ValueError);
   numprobe::pyengine::register_dump_readers(m);
   numprobe::pyengine::register_acc_check(m);
+  numprobe::pyengine::add_convert_binding(m);
 
   m.def(
       "check_config",

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   commands.push_back(numprobe::cli::make_monitor_analyse_command());
   commands.push_back(numprobe::cli::make_monitor_report_command());
   commands.push_back(numprobe::cli::make_grad_compare_command());
+  commands.push_back(numprobe::cli::make_convert_command());
 
   std::vector<std::pair<CLI::App*, numprobe::cli::Subcommand*>> apps;
   for (auto& c : commands) {

@@ -45,6 +45,7 @@ std::unique_ptr<Subcommand> make_config_check_command();
 std::unique_ptr<Subcommand> make_monitor_analyse_command();
 std::unique_ptr<Subcommand> make_monitor_report_command();
 std::unique_ptr<Subcommand> make_grad_compare_command();
+std::unique_ptr<Subcommand> make_convert_command();
 
 // acc-check, multi-acc-check and config-check without -c (packing: -d, help) run in Python
 // (python_front.cc): true for those command lines.

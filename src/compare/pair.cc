@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "api_signature.h"
+#include "compare/kernel_names.h"
 #include "format/entry_name.h"
 #include "numprobe/compare/pair.h"
 #include "pair_scope.h"
@@ -205,6 +206,8 @@ struct EntryShape {
   int64_t scope = -1;  // ScopeKeys: entries inside other module pairs never pair
   std::string op;
   std::string signature;
+  bool kernel = false;     // a converted kernel (Kernel.*): pairs with an API by kernel_key only
+  std::string kernel_key;  // kernel_pairing_key
 };
 
 std::vector<EntryShape> entry_shapes(const DumpFile& d, const std::vector<CompareRow>& rows) {
@@ -213,6 +216,8 @@ std::vector<EntryShape> entry_shapes(const DumpFile& d, const std::vector<Compar
     EntryName e = parse_entry_name(d.entry_name(i));
     out[i].direction = e.direction;
     out[i].op = std::string(e.op);
+    out[i].kernel = is_kernel_prefix(e.prefix);
+    out[i].kernel_key = kernel_pairing_key(e.prefix, e.op);
   }
   for (const CompareRow& r : rows) {
     if (r.entry >= out.size() || r.kind != RowKind::kTensor) continue;
@@ -234,7 +239,14 @@ std::vector<EntryShape> entry_shapes(const DumpFile& d, const std::vector<Compar
 int fuzzy_score(const EntryShape& t, const EntryShape& g) {
   if (t.direction != g.direction || t.scope != g.scope) return 0;
   int s = 0;
-  if (t.op == g.op) s += 3;
+  if (t.kernel != g.kernel) {
+    // A kernel and an API of the same shapes are often unrelated ops: the name must agree. A
+    // gradient kernel (MatMul under Gradients/) is another op than the API's backward entry.
+    if (t.kernel_key != g.kernel_key || t.direction != Direction::kForward) return 0;
+    s += 3;
+  } else if (t.op == g.op) {
+    s += 3;
+  }
   if (!t.signature.empty() && t.signature == g.signature) s += 2;
   return s;
 }

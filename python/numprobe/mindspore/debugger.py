@@ -25,8 +25,15 @@ NumprobeError = _engine.NumprobeError
 
 def _check_pynative(model):
     if ms.get_context("mode") != ms.PYNATIVE_MODE:
-        raise NumprobeError("numprobe's MindSpore capture runs in PyNative mode; the context is in "
-                            "GRAPH_MODE (ms.set_context(mode=ms.PYNATIVE_MODE))")
+        # No cell hook reaches a compiled graph on the CPU: forward hooks are skipped silently and
+        # msprobe's way (TensorDump ops inserted into the cells, MindSpore >= 2.7) has no CPU
+        # kernel ("Unsupported op [TensorDump] on CPU").
+        raise NumprobeError("numprobe's MindSpore capture of cells and APIs (L0, L1, mix) runs in "
+                            "PyNative mode; the context is in GRAPH_MODE, where MindSpore 2.10 "
+                            "runs no cell hook and its CPU backend has no TensorDump kernel (what "
+                            "msprobe's graph-mode L0 inserts). Use level L2 (MindSpore's kernel "
+                            "dump, converted to msprobe's layout) for the compiled graph, or "
+                            "ms.set_context(mode=ms.PYNATIVE_MODE) for L0/L1/mix")
     if model is not None and not isinstance(model, ms.nn.Cell):
         raise NumprobeError(f"start(model): a mindspore.nn.Cell is needed, got {type(model).__name__}")
 
@@ -42,6 +49,15 @@ class PrecisionDebugger:
 
     _instance = None
 
+    def __new__(cls, config_path=None, task=None, dump_path=None, level=None, step=None,
+                model=None):
+        # Level L2 is MindSpore's own kernel dump (kernel_dump.py): another class, same call.
+        if cls is PrecisionDebugger:
+            from .kernel_dump import KernelDumpDebugger, resolve_level
+            if resolve_level(config_path, task, dump_path, level, step)[0] == "L2":
+                return super().__new__(KernelDumpDebugger)
+        return super().__new__(cls)
+
     def __init__(self, config_path=None, task=None, dump_path=None, level=None, step=None,
                  model=None):
         cfg, source = config_from_arguments(config_path, task, dump_path, level, step,
@@ -55,7 +71,8 @@ class PrecisionDebugger:
         self.task = self._session.task()
         if self.level not in ("L0", "L1", "mix"):
             raise NumprobeError(f"{source}: level {self.level} is not available for MindSpore "
-                                "(numprobe captures L0, L1 and mix in PyNative mode)")
+                                "(numprobe captures L0, L1 and mix in PyNative mode, and L2 "
+                                "through MindSpore's kernel dump)")
         self._recorder = Recorder(self._session)
         self._cells = CellHooks(self._recorder)
         self._apis = None

@@ -247,7 +247,7 @@ def test_bad_input_is_named(tmp_path):
     import mindspore as ms
     from numprobe.mindspore import NumprobeError, PrecisionDebugger
     with pytest.raises(NumprobeError, match="level"):
-        PrecisionDebugger(dump_path=str(tmp_path), level="L2")
+        PrecisionDebugger(dump_path=str(tmp_path), level="debug")  # L2: test_ms_graph_mode.py
     dbg = PrecisionDebugger(dump_path=str(tmp_path), level="L0")
     try:
         with pytest.raises(NumprobeError, match="Cell"):
