@@ -50,10 +50,12 @@ inline pybind11::dict acc_columns_dict(const AccColumns& c) {
   return d;
 }
 
-// AccColumns, acc_unusable, acc_worse and AccResultFiles on module m.
+// AccColumns, acc_unusable, acc_worse and AccResultFiles on module m. The classes are module-local:
+// numprobe._C and numprobe._engine both register them, and both may be loaded in one process
+// (pybind11 keeps one global registry of C++ types otherwise, and refuses the second).
 inline void register_acc_common(pybind11::module_& m) {
   namespace py = pybind11;
-  py::class_<AccColumns>(m, "AccColumns")
+  py::class_<AccColumns>(m, "AccColumns", py::module_local())
       .def_property_readonly("status",
                              [](const AccColumns& c) { return acc_status_name(c.status); })
       .def_readonly("message", &AccColumns::message)
@@ -67,7 +69,7 @@ inline void register_acc_common(pybind11::module_& m) {
   m.def("acc_worse", [](const std::string& a, const std::string& b) {
     return acc_status_name(acc_worse(acc_status_from(a), acc_status_from(b)));
   });
-  py::class_<AccResultFiles>(m, "AccResultFiles")
+  py::class_<AccResultFiles>(m, "AccResultFiles", py::module_local())
       .def_static("create", &AccResultFiles::create)
       .def_static("resume", &AccResultFiles::resume, py::arg("result_csv"),
                   py::arg("drop_unfinished") = true)
