@@ -129,8 +129,7 @@ struct CallState : std::enable_shared_from_this<CallState> {
     rec.end();
     auto parent_bwd =
         parent ? std::optional<std::string>(TorchCapture::backward_of(*parent)) : std::nullopt;
-    cap.add_construct(name, parent_bwd);
-    cap.submit(std::move(rec), false, parent_bwd);
+    cap.submit_module_backward(std::move(rec), parent_bwd);
   }
 };
 

@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <utility>
 
+#include "numprobe/error.h"
 #include "torch/capture/env_summary.h"
 #include "torch/stats_cache.h"
 #include "torch/tensor_leaf.h"
-#include "numprobe/error.h"
 
 namespace numprobe::capture {
 
@@ -218,6 +218,7 @@ TorchCapture::TorchCapture(CaptureConfig cfg)
 }
 
 TorchCapture::~TorchCapture() {
+  flush_held();
   disable_observer();
   active_.store(nullptr, std::memory_order_release);
 }
@@ -232,11 +233,13 @@ void TorchCapture::start(bool observe_aten) {
 }
 
 void TorchCapture::stop() {
+  flush_held();
   disable_observer();
   session_.stop();
 }
 
 void TorchCapture::step() {
+  flush_held();
   bool had_observer = observer_on_;
   disable_observer();
   session_.advance_step();
@@ -390,6 +393,50 @@ std::string TorchCapture::backward_of(const std::string& forward_name) {
 }
 
 void TorchCapture::submit(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent) {
+  std::lock_guard<std::mutex> lk(held_mu_);
+  // A held module's parameters_grad goes before that module's backward (and after the backward
+  // entries held before it); anything else comes after every held entry.
+  size_t before = held_.size();
+  for (size_t i = 0; i < held_.size(); ++i) {
+    const std::string& prefix = held_[i].params_prefix;
+    if (!prefix.empty() && rec.name.compare(0, prefix.size(), prefix) == 0) {
+      before = i;
+      break;
+    }
+  }
+  for (size_t i = 0; i < before; ++i) submit_held(held_[i]);
+  if (before == held_.size()) {
+    held_.clear();
+    submit_now(std::move(rec), with_stack, std::move(parent));
+    return;
+  }
+  submit_now(std::move(rec), with_stack, std::move(parent));
+  for (size_t i = before; i < held_.size(); ++i) submit_held(held_[i]);
+  held_.clear();
+}
+
+void TorchCapture::submit_module_backward(EntryRecord&& rec, std::optional<std::string> parent) {
+  std::lock_guard<std::mutex> lk(held_mu_);
+  // "Module.fc.Linear.backward.0" -> "Module.fc.Linear.parameters_grad."
+  std::string prefix = rec.name;
+  const size_t at = prefix.rfind(".backward.");
+  prefix = at == std::string::npos ? std::string() : prefix.substr(0, at) + ".parameters_grad.";
+  held_.push_back(Held{std::move(rec), std::move(parent), std::move(prefix)});
+}
+
+void TorchCapture::flush_held() {
+  std::lock_guard<std::mutex> lk(held_mu_);
+  for (Held& h : held_) submit_held(h);
+  held_.clear();
+}
+
+void TorchCapture::submit_held(Held& h) {
+  add_construct(h.rec.name, h.parent);  // construct.json lists it where dump.json does
+  submit_now(std::move(h.rec), false, std::move(h.parent));
+}
+
+void TorchCapture::submit_now(EntryRecord&& rec, bool with_stack,
+                              std::optional<std::string> parent) {
   if (config().task == Task::kOverflowCheck) {
     if (!rec.overflow) return;
     if (overflow_left_ == 0) return;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -85,6 +86,13 @@ class TorchCapture {
   EntryRecord new_record() { return session_.new_record(); }
   // Queues the entry (stack attached when with_stack and a provider is set).
   void submit(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent);
+  // A module's backward entry, held with the module backward entries that follow it until an entry
+  // of another kind comes: a parameters_grad entry of a held module goes before that module's
+  // backward. msprobe's dumps list a module's parameters_grad before its backward (torch runs the
+  // AccumulateGrad nodes before the hook node full backward hooks add); numprobe observes the
+  // module's backward on the nodes the call made, which finish first.
+  // Its construct.json node is added when it is queued.
+  void submit_module_backward(EntryRecord&& rec, std::optional<std::string> parent);
   void add_construct(const std::string& name, std::optional<std::string> parent);
 
   // Registers a C++ post-hook on out.grad_fn() that dumps "<name>.backward" (inputs: grads of the
@@ -102,6 +110,17 @@ class TorchCapture {
  private:
   void enable_observer();
   void disable_observer();
+  void submit_now(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent);
+  void flush_held();  // the held module backward entries, if any, are queued
+
+  struct Held {
+    EntryRecord rec;
+    std::optional<std::string> parent;
+    std::string params_prefix;  // "<module>.parameters_grad."
+  };
+  void submit_held(Held& h);
+  std::mutex held_mu_;      // module backward entries may come from autograd's threads
+  std::vector<Held> held_;  // in the order they came
 
   CaptureSession session_;
   EntryFilter filter_;
