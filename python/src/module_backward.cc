@@ -53,6 +53,10 @@ struct CallState : std::enable_shared_from_this<CallState> {
   std::vector<at::Tensor> grad_out;    // per top-level output item
   std::vector<at::Tensor> grad_in;     // per positional argument
   std::vector<bool> unobserved_in;     // gradient flows there, but no node of the call feeds it
+  // An output the call also consumes itself (eager attention returns the attention weights it
+  // multiplies with V): its node's gradient sums the call's own use with the caller's, and the
+  // caller's part alone, what torch's hook reports, cannot be seen without adding a node.
+  std::vector<bool> unobserved_out;
   std::vector<std::pair<size_t, size_t>> passed;  // (input, output) the call returned unchanged
   int outputs_pending = 0;                        // output nodes whose pre-hook has not run
   int consumers_pending = 0;                      // consumer nodes whose post-hook has not run
@@ -99,7 +103,7 @@ struct CallState : std::enable_shared_from_this<CallState> {
         // writes one null per tensor inside it (nn.LSTM's (h_n, c_n)).
         const bool nested = output_leaves.size() == grad_out.size() && !output_is_tensor[i];
         const int nulls = nested ? output_leaves[i] : 1;
-        if (output_is_tensor[i] && grad_out[i].defined()) {
+        if (output_is_tensor[i] && grad_out[i].defined() && !unobserved_out[i]) {
           cap.add_tensor(rec, grad_out[i], cap.stem(stem, row++), false);
           continue;
         }
@@ -117,11 +121,17 @@ struct CallState : std::enable_shared_from_this<CallState> {
     }
     bool gap = false;
     for (bool u : unobserved_in) gap |= u;
+    for (bool u : unobserved_out) gap |= u;
     if (gap) {
       // The named gap (docs/capture.md, "Observer effect"): these places are null because their
       // gradient could not be seen without changing the graph, not because there was none.
       rec.key("unobserved");
       rec.begin_list();
+      for (size_t i = 0, row = 0; i < unobserved_out.size(); ++i) {
+        const bool nested = output_leaves.size() == unobserved_out.size() && !output_is_tensor[i];
+        if (unobserved_out[i]) rec.string("input." + std::to_string(row));
+        row += nested ? static_cast<size_t>(output_leaves[i]) : 1;
+      }
       for (size_t i = 0; i < unobserved_in.size(); ++i)
         if (unobserved_in[i]) rec.string("output." + std::to_string(i));
       rec.end();
@@ -258,7 +268,8 @@ void observe_module_backward(ModuleCallInputs inputs, py::handle output, std::st
   if (out_nodes.empty()) return;  // no output takes a gradient: torch's hook never fires
 
   // Walk back from the outputs through the nodes this call created; an edge into an input's
-  // gradient edge makes its node a consumer of that input.
+  // gradient edge makes its node a consumer of that input, an edge into an output's makes that
+  // output one the call consumes itself (unobserved_out).
   auto in_call = [&](const Node* n) {
     const uint64_t s = n->sequence_nr();
     return s >= inputs.first_seq && s < end_seq;
@@ -270,7 +281,8 @@ void observe_module_backward(ModuleCallInputs inputs, py::handle output, std::st
   for (const auto& [e, slots] : out_nodes)
     if (in_call(e.function.get()) && seen.insert(e.function.get()).second)
       todo.push_back(e.function.get());
-  if (!inputs.edges.empty()) {
+  std::vector<bool> unobserved_out(items.size(), false);
+  {
     while (!todo.empty()) {
       Node* n = todo.back();
       todo.pop_back();
@@ -278,6 +290,8 @@ void observe_module_backward(ModuleCallInputs inputs, py::handle output, std::st
       for (size_t j = 0; j < next.size(); ++j) {
         const Edge& e = next[j];
         if (!e.is_valid()) continue;
+        for (size_t i = 0; i < items.size(); ++i)
+          if (out_edges[i].is_valid() && same_edge(e, out_edges[i])) unobserved_out[i] = true;
         bool fed = false;
         for (const auto& [pos, in] : inputs.edges) {
           if (!same_edge(e, in)) continue;
@@ -301,6 +315,7 @@ void observe_module_backward(ModuleCallInputs inputs, py::handle output, std::st
   state->grad_out.resize(items.size());
   state->grad_in.resize(inputs.n_inputs);
   state->unobserved_in.assign(inputs.n_inputs, false);
+  state->unobserved_out = std::move(unobserved_out);
   state->outputs_pending = static_cast<int>(out_nodes.size());
   state->consumers_pending = static_cast<int>(consumer_order.size());
   state->has_consumers = !consumer_order.empty();

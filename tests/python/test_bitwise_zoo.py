@@ -203,3 +203,34 @@ def test_named_gap_and_pass_through(tmp_path):
     same = data["Module.same.Identity.backward.0"]
     assert "unobserved" not in same and same["output"] == same["input"]
     assert "unobserved" not in data["Module.fc.Linear.backward.0"]
+
+
+class _ReturnsWhatItUses(torch.nn.Module):
+    """Eager attention's shape: it returns the weights it also multiplies with its values."""
+
+    def forward(self, x):
+        w = torch.softmax(x @ x.transpose(-1, -2), dim=-1)
+        return w @ x, w
+
+
+def test_an_output_the_call_also_uses_is_a_named_gap(tmp_path):
+    """The weights' node gradient sums the call's own use (w @ x) with the caller's (none here):
+    torch's hook reports the caller's part only (None), which no hook on the call's nodes can see.
+    Null and named, not the internal gradient. Regression: eager attention's weights got a
+    gradient, and compare called eager against sdpa attention structure_differs."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    model.add_module("att", _ReturnsWhatItUses())
+    x = torch.randn(2, 4, 8, requires_grad=True)
+    dbg = numprobe.PrecisionDebugger(dump_path=str(tmp_path / "dump"), level="L0")
+    dbg.start(model)
+    out, _ = model.att(x)
+    out.pow(2).sum().backward()
+    dbg.stop()
+    dbg.step()
+    dbg.close()
+    data = json.loads((rank_dir(tmp_path / "dump" / "step0") / "dump.json").read_text())["data"]
+    entry = data["Module.att._ReturnsWhatItUses.backward.0"]
+    assert entry["input"][0] is not None and entry["input"][1] is None, entry["input"]
+    assert entry["unobserved"] == ["input.1"], entry
+    assert entry["output"][0] is not None
