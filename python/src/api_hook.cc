@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "torch/capture/torch_capture.h"
 #include "direct_mode.h"
 #include "py_values.h"
+#include "torch/capture/torch_capture.h"
 
 namespace py = pybind11;
 using numprobe::capture::EntryRecord;

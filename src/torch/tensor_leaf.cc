@@ -6,11 +6,11 @@
 #include <thread>
 
 #include "base/worker_pool.h"
-#include "torch/device_stats.h"
-#include "torch/stats_cache.h"
 #include "core/hash.h"
 #include "core/stats.h"
+#include "torch/device_stats.h"
 #include "torch/dtype_names.h"
+#include "torch/stats_cache.h"
 
 namespace numprobe::capture {
 

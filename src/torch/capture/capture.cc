@@ -3,10 +3,10 @@
 
 #include <cstdlib>
 
-#include "torch/capture/torch_capture.h"
 #include "numprobe/capture.h"
 #include "numprobe/capture_scope.h"
 #include "numprobe/error.h"
+#include "torch/capture/torch_capture.h"
 
 namespace numprobe {
 namespace {
