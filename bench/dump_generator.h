@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "core/npy.h"
 #include "format/dump_writer.h"
 #include "numprobe/dtype.h"
@@ -24,7 +24,7 @@ struct GeneratedDump {
   size_t tensors = 0;
 };
 
-inline void gen_tensor(base::PyJsonWriter& w, std::mt19937_64& rng, std::mt19937_64& values,
+inline void gen_tensor(base::JsonWriter& w, std::mt19937_64& rng, std::mt19937_64& values,
                        int ndim) {
   std::uniform_real_distribution<double> u(-3, 3);
   w.begin_object();
@@ -70,7 +70,7 @@ inline GeneratedDump generate_statistics_dump(const std::string& rank_dir, size_
   std::vector<size_t> counters(8, 0);
   while (g.entries < entries) {
     body.clear();
-    base::PyJsonWriter w(body, 1, 2);
+    base::JsonWriter w(body, base::JsonDialect::python(1), 2);
     size_t api = rng() % 8;
     size_t n = counters[api]++;
     bool backward = rng() % 3 == 0;
@@ -169,7 +169,7 @@ inline size_t generate_tensor_dump(const std::string& rank_dir, size_t rows, siz
     write_npy(*h.dump_data_dir + "/" + file, data, dtype, {static_cast<int64_t>(elements)});
     bytes += elements * dtype_size(dtype);
     std::string body;
-    base::PyJsonWriter w(body, 1, 2);
+    base::JsonWriter w(body, base::JsonDialect::python(1), 2);
     w.begin_object();
     w.key("input_args");
     w.begin_array();

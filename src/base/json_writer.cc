@@ -3,79 +3,11 @@
 #include <charconv>
 #include <cmath>
 
-#include "base/py_json_writer.h"
-#include "base/utf8.h"
-
 namespace numprobe::base {
 
-void append_json_string(std::string& out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  out += '"';
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = p[i];
-    if (c >= 0x80) {
-      size_t bad = 0;
-      const size_t len = utf8_sequence(p + i, s.size() - i, &bad);
-      if (len == 0) {
-        out += "\xEF\xBF\xBD";
-        i += bad;
-      } else {
-        out.append(s.data() + i, len);
-        i += len;
-      }
-      continue;
-    }
-    ++i;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xF];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
-
-void append_json_float(std::string& out, double v) {
-  if (!std::isfinite(v)) {
-    out += "null";
-    return;
-  }
-  // Python's repr is this layout except in [1e15, 1e16), which it still writes as decimals.
-  const double a = std::fabs(v);
-  if (a >= 1e15 && a < 1e16) {
-    char buf[kMaxPyFloatChars];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-    out.append(buf, r.ptr);
-    return;
-  }
-  append_py_float(out, v);
+void JsonWriter::newline_indent() {
+  out_ += '\n';
+  out_.append(static_cast<size_t>(depth_ * dialect_.indent), ' ');
 }
 
 void JsonWriter::before_value() {
@@ -83,28 +15,38 @@ void JsonWriter::before_value() {
     after_key_ = false;
     return;
   }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
+  if (counts_.empty()) return;
+  if (counts_.back()++ > 0) out_ += ',';
+  if (dialect_.indent >= 0) newline_indent();
+}
+
+void JsonWriter::string_text(std::string_view s) {
+  if (dialect_.ensure_ascii) {
+    append_py_string(out_, s);
+  } else {
+    append_json_string(out_, s);
   }
+}
+
+void JsonWriter::key(std::string_view k) {
+  before_value();
+  string_text(k);
+  out_ += dialect_.indent >= 0 ? ": " : ":";
+  after_key_ = true;
 }
 
 void JsonWriter::open(char c) {
   before_value();
   out_ += c;
-  first_.push_back(true);
+  counts_.push_back(0);
+  ++depth_;
 }
 
 void JsonWriter::close(char c) {
-  first_.pop_back();
+  --depth_;
+  if (dialect_.indent >= 0 && counts_.back() > 0) newline_indent();
+  counts_.pop_back();
   out_ += c;
-}
-
-void JsonWriter::key(std::string_view k) {
-  before_value();
-  append_json_string(out_, k);
-  out_ += ':';
-  after_key_ = true;
 }
 
 void JsonWriter::null_value() {
@@ -119,17 +61,33 @@ void JsonWriter::bool_value(bool b) {
 
 void JsonWriter::int_value(int64_t v) {
   before_value();
-  out_ += std::to_string(v);
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void JsonWriter::float_value(double v) {
   before_value();
-  append_json_float(out_, v);
+  switch (dialect_.floats) {
+    case JsonDialect::Floats::kPythonRepr:
+      append_py_float(out_, v);
+      break;
+    case JsonDialect::Floats::kPythonReprNullNonFinite:
+      if (std::isfinite(v)) {
+        append_py_float(out_, v);
+      } else {
+        out_ += "null";
+      }
+      break;
+    case JsonDialect::Floats::kPrintfG:
+      append_json_float(out_, v);
+      break;
+  }
 }
 
 void JsonWriter::string_value(std::string_view s) {
   before_value();
-  append_json_string(out_, s);
+  string_text(s);
 }
 
 void JsonWriter::int_array(const std::vector<int64_t>& values) {
@@ -142,6 +100,11 @@ void JsonWriter::string_array(const std::vector<std::string>& values) {
   begin_array();
   for (const auto& v : values) string_value(v);
   end_array();
+}
+
+void JsonWriter::raw_value(std::string_view text) {
+  before_value();
+  out_ += text;
 }
 
 }  // namespace numprobe::base

@@ -8,9 +8,9 @@
 #include <initializer_list>
 #include <utility>
 
+#include "base/json_text.h"
 #include "base/json_tree.h"
 #include "base/json_writer.h"
-#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 
 namespace numprobe::capture {

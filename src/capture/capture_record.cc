@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "core/hash.h"
 #include "format/dump_render.h"
 #include "numprobe/error.h"
@@ -11,11 +11,11 @@
 namespace numprobe::capture {
 namespace {
 
-using base::PyJsonWriter;
+using base::JsonWriter;
 using Op = EntryRecord::Op;
 
 // The leaf's text is format's (render_leaf); capture says what the leaf holds.
-void render_tensor(const TensorLeaf& t, base::PyJsonWriter& w) {
+void render_tensor(const TensorLeaf& t, base::JsonWriter& w) {
   format::LeafValues v;
   v.type = t.type;
   v.dtype = t.dtype;
@@ -57,7 +57,7 @@ std::string render_entry_record(const EntryRecord& r) {
 
 void render_entry_record(const EntryRecord& r, std::string& out) {
   out.clear();
-  base::PyJsonWriter w(out, 1, 2);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 2);
   // Open containers: '{' dict, '[' list, 't' a {"type", "value"} wrapper awaiting its value.
   // `keyed` is true when a dict has just received its key. Any stream that would make invalid
   // JSON throws (a capture bug, never user input).

@@ -2,19 +2,19 @@
 
 #include "base/csv.h"
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 
 namespace numprobe::ckpt {
 namespace {
 
-void optional_float(base::PyJsonWriter& w, const std::optional<double>& v) {
+void optional_float(base::JsonWriter& w, const std::optional<double>& v) {
   if (v)
     w.float_value(*v);
   else
     w.null_value();
 }
 
-void shape_value(base::PyJsonWriter& w, const std::vector<int64_t>& s) {
+void shape_value(base::JsonWriter& w, const std::vector<int64_t>& s) {
   w.begin_array();
   for (int64_t d : s) w.int_value(d);
   w.end_array();
@@ -36,7 +36,7 @@ std::string float_text(const std::optional<double>& v) {
 
 std::string render_json(const CkptCompareResult& r) {
   std::string out;
-  base::PyJsonWriter w(out, 4);
+  base::JsonWriter w(out, base::JsonDialect::python(4));
   w.begin_object();
   for (const ParamResult& p : r.params) {
     w.key(p.name);

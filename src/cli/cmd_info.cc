@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <set>
 
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "cli/progress.h"
 #include "cli/subcommand.h"
 #include "format/dump_summary.h"
@@ -60,7 +60,7 @@ void print_text(const RankSummary& s, double seconds) {
   }
 }
 
-void write_json(base::PyJsonWriter& w, const RankSummary& s) {
+void write_json(base::JsonWriter& w, const RankSummary& s) {
   auto u = [&](const char* k, uint64_t v) {
     w.key(k);
     w.int_value(static_cast<int64_t>(v));
@@ -158,7 +158,7 @@ class InfoCommand : public Subcommand {
     }
     if (json_) {
       std::string out;
-      base::PyJsonWriter w(out, 1, 0);
+      base::JsonWriter w(out, base::JsonDialect::python(1), 0);
       w.begin_object();
       w.key("path");
       w.string_value(path_);

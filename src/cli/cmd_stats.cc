@@ -1,7 +1,7 @@
 // numprobe stats <file.npy|file.pt>...: the statistics line per file.
 #include <cstdio>
 
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "cli/subcommand.h"
 #include "core/hash.h"
 #include "core/stats.h"

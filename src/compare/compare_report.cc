@@ -3,7 +3,7 @@
 
 #include "base/csv.h"
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "compare/summary_writer.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/shard.h"
@@ -86,7 +86,7 @@ class RowCells {
 
 // The metrics behind a verdict. JSON has no NaN/Inf: those are written as strings so strict
 // readers load the summary.
-void write_evidence(base::PyJsonWriter& w, const PairResult& p, const RowResult& r) {
+void write_evidence(base::JsonWriter& w, const PairResult& p, const RowResult& r) {
   auto number = [&](const char* k, bool has, double v) {
     w.key(k);
     if (!has) {
@@ -304,7 +304,7 @@ void write_compare_csv(const std::string& path, const PairResult& p, bool with_s
 namespace {
 
 // A number member; non-finite ones as strings, so that the file is strict JSON.
-void write_number(base::PyJsonWriter& w, const char* k, double v) {
+void write_number(base::JsonWriter& w, const char* k, double v) {
   w.key(k);
   if (std::isfinite(v))
     w.float_value(v);
@@ -314,7 +314,7 @@ void write_number(base::PyJsonWriter& w, const char* k, double v) {
 
 // A suspect (the first one is first_divergence): the fields first_divergence always had, then
 // what the judgement adds.
-void write_suspect(base::PyJsonWriter& w, const PairResult& p, const FirstDivergence& f) {
+void write_suspect(base::JsonWriter& w, const PairResult& p, const FirstDivergence& f) {
   w.begin_object();
   w.key("entry");
   w.string_value(f.entry);
@@ -353,7 +353,7 @@ void write_suspect(base::PyJsonWriter& w, const PairResult& p, const FirstDiverg
 
 }  // namespace
 
-void write_pair_summary(base::PyJsonWriter& w, const PairResult& p) {
+void write_pair_summary(base::JsonWriter& w, const PairResult& p) {
   w.begin_object();
   w.key("step");
   w.int_value(p.target_where.step);
@@ -419,7 +419,7 @@ void write_pair_summary(base::PyJsonWriter& w, const PairResult& p) {
 
 std::string render_summary(const SummaryLayout& s) {
   std::string out;
-  base::PyJsonWriter w(out, 1, 0);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 0);
   w.begin_object();
   w.key("mode");
   w.string_value(s.mode);
@@ -472,10 +472,10 @@ std::string render_summary(const SummaryLayout& s) {
 
 std::string render_report_summary(const CompareReport& rep,
                                   const std::vector<PairDivergence>& divergences,
-                                  const std::function<void(base::PyJsonWriter&)>& extra) {
+                                  const std::function<void(base::JsonWriter&)>& extra) {
   SummaryLayout s{rep.pairs.empty() ? "none" : compare_mode_name(rep.pairs[0].mode),
                   report_coverage(rep),
-                  [&](base::PyJsonWriter& w) {
+                  [&](base::JsonWriter& w) {
                     for (const PairResult& p : rep.pairs) write_pair_summary(w, p);
                   },
                   rep.origins,

@@ -139,7 +139,7 @@ std::string render_shard_summary_json(const CompareReport& rep, const ShardInfo&
   std::vector<PairDivergence> divergences;
   divergences.reserve(rep.pairs.size());
   for (const PairResult& p : rep.pairs) divergences.push_back(pair_divergence(p, true));
-  auto shard_block = [&](base::PyJsonWriter& w) {
+  auto shard_block = [&](base::JsonWriter& w) {
     w.key("shard");
     w.begin_object();
     w.key("format");

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "core/hash.h"
 #include "format/entry_name.h"
 #include "numprobe/compare/rows.h"

@@ -328,7 +328,7 @@ MergeResult merge_shard_summaries(const std::vector<ShardSummaryFile>& files) {
   r.coverage = combine_coverage(coverages);
   SummaryLayout layout{mode,
                        r.coverage,
-                       [&](base::PyJsonWriter& w) {
+                       [&](base::JsonWriter& w) {
                          for (const PairText* p : pairs) w.raw_value(p->text);
                        },
                        origins,

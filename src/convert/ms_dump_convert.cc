@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "capture/capture_config.h"
 #include "capture/capture_record.h"
 #include "capture/capture_session.h"
@@ -133,7 +133,7 @@ const IrKernelShapes* ir_shapes(const MsRankDump& rd, const MsKernelCall& c) {
 void write_kernels_json(const std::string& dir,
                         const std::vector<std::pair<std::string, const MsKernelCall*>>& names) {
   std::string text;
-  base::PyJsonWriter w(text, 1);
+  base::JsonWriter w(text, base::JsonDialect::python(1));
   w.begin_object();
   for (const auto& [name, c] : names) {
     w.key(name);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "format/dump_writer.h"
 #include "numprobe/stack_construct.h"
 #include "numprobe/string_pool.h"
@@ -66,7 +66,7 @@ class DumpAssembly {
 
   base::AtomicFileWriter* file_;
   std::string dump_text_;
-  base::PyJsonWriter dump_{dump_text_, 1, 0};
+  base::JsonWriter dump_{dump_text_, base::JsonDialect::python(1), 0};
   bool have_header_ = false;
   bool data_open_ = false;
   std::vector<std::string> after_data_;  // header members after "data": key, value, ...
@@ -75,7 +75,7 @@ class DumpAssembly {
   std::unordered_map<std::string, uint32_t> stack_groups_;  // frames joined by '\0' -> group
   std::unordered_map<uint64_t, uint32_t> stack_keys_;       // the writer's stack keys -> group
   std::string construct_text_;
-  base::PyJsonWriter construct_{construct_text_, 1, 0};
+  base::JsonWriter construct_{construct_text_, base::JsonDialect::python(1), 0};
   StringPool construct_names_;
 };
 

@@ -8,7 +8,7 @@
 namespace numprobe::format {
 namespace {
 
-void render_stat(const StatValue& s, base::PyJsonWriter& w) {
+void render_stat(const StatValue& s, base::JsonWriter& w) {
   switch (s.kind) {
     case StatKind::kAbsent:
     case StatKind::kNull:
@@ -26,7 +26,7 @@ void render_stat(const StatValue& s, base::PyJsonWriter& w) {
   }
 }
 
-void render_tensor(const DumpFile& d, const TensorLeaf& t, base::PyJsonWriter& w) {
+void render_tensor(const DumpFile& d, const TensorLeaf& t, base::JsonWriter& w) {
   std::vector<uint32_t> extras;
   if (t.extras != kNoNode) {
     for (uint32_t c : children(d.extra_nodes, t.extras)) extras.push_back(c);
@@ -79,7 +79,7 @@ void render_tensor(const DumpFile& d, const TensorLeaf& t, base::PyJsonWriter& w
 }
 
 // Writes the scalar payload of n as if it had kind k.
-void render_scalar(const DumpFile& d, const Node& n, NodeKind k, base::PyJsonWriter& w) {
+void render_scalar(const DumpFile& d, const Node& n, NodeKind k, base::JsonWriter& w) {
   switch (k) {
     case NodeKind::kBool:
       w.bool_value(n.b);
@@ -234,13 +234,13 @@ class LeafText {
 
 }  // namespace
 
-void render_leaf(const LeafValues& v, base::PyJsonWriter& w) {
+void render_leaf(const LeafValues& v, base::JsonWriter& w) {
   const int depth = w.depth(), indent = w.indent();
   LeafText(w.raw_begin(), depth, indent).render(v);
 }
 
 void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx,
-                 base::PyJsonWriter& w) {
+                 base::JsonWriter& w) {
   const Node& n = nodes[idx];
   switch (n.kind) {
     case NodeKind::kNull:
@@ -280,7 +280,7 @@ void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx
 
 std::string render_entry_body(const DumpFile& d, size_t i) {
   std::string out;
-  base::PyJsonWriter w(out, 1, 2);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 2);
   render_node(d, d.nodes, d.entries[i].node, w);
   return out;
 }
@@ -290,7 +290,7 @@ std::vector<std::pair<std::string, std::string>> render_header_members(const Dum
   if (d.header == kNoNode) return members;
   for (uint32_t c : children(d.nodes, d.header)) {
     std::string text;
-    base::PyJsonWriter w(text, 1, 1);
+    base::JsonWriter w(text, base::JsonDialect::python(1), 1);
     render_node(d, d.nodes, c, w);
     members.emplace_back(std::string(d.str(d.nodes[c].key)), std::move(text));
   }
@@ -300,7 +300,7 @@ std::vector<std::pair<std::string, std::string>> render_header_members(const Dum
 std::string render_dump_json(const DumpFile& d) {
   std::string out;
   out.reserve(d.entries.size() * 2048);
-  base::PyJsonWriter w(out, 1, 0);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 0);
   w.begin_object();
   auto header = render_header_members(d);
   auto write_data = [&] {

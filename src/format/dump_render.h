@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "numprobe/dump.h"
 
 namespace numprobe::format {
@@ -25,11 +25,11 @@ struct LeafValues {
   uint64_t nan_count = 0, pos_inf_count = 0, neg_inf_count = 0;
 };
 // Writes the leaf as the value at w's position: the text w's typed calls would give.
-void render_leaf(const LeafValues& v, base::PyJsonWriter& w);
+void render_leaf(const LeafValues& v, base::JsonWriter& w);
 
 // Writes the value of node `idx` of `nodes` (which is d.nodes or d.extra_nodes).
 void render_node(const DumpFile& d, const std::vector<Node>& nodes, uint32_t idx,
-                 base::PyJsonWriter& w);
+                 base::JsonWriter& w);
 // The body of entry i as it appears inside "data" (the text after `"name": `).
 std::string render_entry_body(const DumpFile& d, size_t i);
 // The top-level members other than "data", each rendered at depth 1 ("value" text only), in order.

@@ -9,8 +9,8 @@
 #include <unordered_map>
 
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "base/mapped_file.h"
-#include "base/py_json_writer.h"
 #include "format/dump_assembly.h"
 #include "format/dump_render.h"
 #include "format/journal.h"

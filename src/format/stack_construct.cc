@@ -1,8 +1,8 @@
 #include <charconv>
 
 #include "base/json_cursor.h"
+#include "base/json_writer.h"
 #include "base/mapped_file.h"
-#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/stack_construct.h"
 
@@ -144,7 +144,7 @@ ConstructTable read_construct_json(const std::string& path) {
 
 std::string render_stack_json(const StackTable& t) {
   std::string out;
-  base::PyJsonWriter w(out, 1, 0);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 0);
   w.begin_object();
   for (size_t g = 0; g < t.group_frames.size(); ++g) {
     if (t.deduplicated) {
@@ -166,7 +166,7 @@ std::string render_stack_json(const StackTable& t) {
 }
 
 namespace {
-void write_parent(base::PyJsonWriter& w, const ConstructTable& t, const ConstructEdge& e) {
+void write_parent(base::JsonWriter& w, const ConstructTable& t, const ConstructEdge& e) {
   auto parent = [&] {
     if (e.parent == kNoString) {
       w.null_value();
@@ -187,14 +187,14 @@ void write_parent(base::PyJsonWriter& w, const ConstructTable& t, const Construc
 
 std::string render_construct_parent(const ConstructTable& t, const ConstructEdge& e) {
   std::string out;
-  base::PyJsonWriter w(out, 1, 1);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 1);
   write_parent(w, t, e);
   return out;
 }
 
 std::string render_construct_json(const ConstructTable& t) {
   std::string out;
-  base::PyJsonWriter w(out, 1, 0);
+  base::JsonWriter w(out, base::JsonDialect::python(1), 0);
   w.begin_object();
   for (const ConstructEdge& e : t.edges) {
     w.key(t.strings.get(e.node));

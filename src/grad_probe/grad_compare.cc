@@ -7,7 +7,7 @@
 
 #include "base/csv.h"
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "core/npy.h"
 #include "grad_probe/grad_run.h"
 #include "grad_probe/grad_summary.h"
@@ -190,7 +190,7 @@ GradCompareResult compare_grad_runs(const std::string& run1, const std::string& 
 std::string write_grad_compare(const GradCompareResult& r, const std::string& out_dir) {
   base::make_dirs(out_dir);
   std::string text;
-  base::PyJsonWriter j(text, 1);
+  base::JsonWriter j(text, base::JsonDialect::python(1));
   auto number = [&](double v) { std::isnan(v) ? j.null_value() : j.float_value(v); };
   auto string_field = [&](const char* k, const std::string& v) {
     j.key(k);

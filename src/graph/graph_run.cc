@@ -10,7 +10,7 @@
 #include <set>
 
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "graph/graph_pair.h"
 #include "graph/vis_db_merge.h"
 #include "graph/vis_db_writer.h"

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "numprobe/error.h"
 
 namespace numprobe::graph {

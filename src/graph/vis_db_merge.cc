@@ -9,7 +9,7 @@
 
 #include "base/file_util.h"
 #include "base/json_cursor.h"
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "graph/sqlite_writer.h"
 #include "graph/vis_db_reader.h"
 #include "graph/vis_db_schema.h"

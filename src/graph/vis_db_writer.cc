@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "base/worker_pool.h"
 #include "graph/sqlite_writer.h"
 #include "graph/vis_json.h"

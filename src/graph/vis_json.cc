@@ -3,7 +3,7 @@
 #include <string>
 
 #include "base/json_cursor.h"
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 #include "numprobe/error.h"
 
 namespace numprobe::graph {

@@ -7,8 +7,8 @@
 
 #include "base/file_util.h"
 #include "base/json_tree.h"
+#include "base/json_writer.h"
 #include "base/mapped_file.h"
-#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 #include "numprobe/monitor/anomaly.h"
 
@@ -124,7 +124,7 @@ std::string anomaly_json(const std::vector<AnomalyRecord>& records) {
     }
   }
   std::string out;
-  base::PyJsonWriter w(out, 1);
+  base::JsonWriter w(out, base::JsonDialect::python(1));
   w.begin_object();
   for (size_t i = 0; i < keys.size(); ++i) {
     const AnomalyRecord& r = *values[i];

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 
 namespace numprobe::monitor {
 

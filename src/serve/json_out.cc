@@ -1,61 +1,45 @@
 #include "serve/json_out.h"
 
-#include <cmath>
-
 #include "base/json_cursor.h"
-#include "base/py_json_writer.h"
 #include "numprobe/error.h"
 
 namespace numprobe::serve {
 
-void JsonOut::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-  }
-}
-
 JsonOut& JsonOut::open(char c) {
-  before_value();
-  out_ += c;
-  first_.push_back(true);
+  if (c == '{') {
+    w_.begin_object();
+  } else {
+    w_.begin_array();
+  }
   return *this;
 }
 
 JsonOut& JsonOut::close(char c) {
-  out_ += c;
-  first_.pop_back();
+  if (c == '}') {
+    w_.end_object();
+  } else {
+    w_.end_array();
+  }
   return *this;
 }
 
 JsonOut& JsonOut::key(std::string_view k) {
-  before_value();
-  base::append_py_string(out_, k);
-  out_ += ':';
-  after_key_ = true;
+  w_.key(k);
   return *this;
 }
 
 JsonOut& JsonOut::str(std::string_view s) {
-  before_value();
-  base::append_py_string(out_, s);
+  w_.string_value(s);
   return *this;
 }
 
 JsonOut& JsonOut::num(int64_t v) {
-  before_value();
-  out_ += std::to_string(v);
+  w_.int_value(v);
   return *this;
 }
 
 JsonOut& JsonOut::num(double v) {
-  if (!std::isfinite(v)) return null();
-  before_value();
-  base::append_py_float(out_, v);
+  w_.float_value(v);
   return *this;
 }
 
@@ -64,21 +48,18 @@ JsonOut& JsonOut::num(const std::optional<double>& v) {
 }
 
 JsonOut& JsonOut::boolean(bool b) {
-  before_value();
-  out_ += b ? "true" : "false";
+  w_.bool_value(b);
   return *this;
 }
 
 JsonOut& JsonOut::null() {
-  before_value();
-  out_ += "null";
+  w_.null_value();
   return *this;
 }
 
 JsonOut& JsonOut::strings(const std::vector<std::string>& list) {
-  begin_array();
-  for (const auto& s : list) str(s);
-  return end_array();
+  w_.string_array(list);
+  return *this;
 }
 
 JsonOut& JsonOut::copy(base::JsonCursor& c) {
@@ -126,8 +107,7 @@ JsonOut& JsonOut::copy_text(std::string_view json, std::string_view fallback) {
     } catch (const InputError&) {
     }
   }
-  before_value();
-  out_ += ok ? std::string_view(part.out_) : fallback;
+  w_.raw_value(ok ? std::string_view(part.out_) : fallback);
   return *this;
 }
 

@@ -1,6 +1,6 @@
-// A compact JSON writer for the viewer's API responses. Strings are escaped with Python's
-// ensure_ascii rules (base::append_py_string), so any byte sequence from a file gives valid JSON;
-// a non-finite number is written as null (JSON has no NaN).
+// The viewer's API responses: base::JsonWriter in its compact_ascii dialect (Python's escaping, so
+// any byte sequence from a file gives valid JSON; a non-finite number as null, JSON has no NaN),
+// with chaining and the copying of JSON values read from files.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/json_writer.h"
 
 namespace numprobe::base {
 class JsonCursor;
@@ -17,6 +19,10 @@ namespace numprobe::serve {
 
 class JsonOut {
  public:
+  JsonOut() = default;
+  JsonOut(const JsonOut&) = delete;  // w_ writes into out_
+  JsonOut& operator=(const JsonOut&) = delete;
+
   JsonOut& begin_object() { return open('{'); }
   JsonOut& end_object() { return close('}'); }
   JsonOut& begin_array() { return open('['); }
@@ -40,11 +46,9 @@ class JsonOut {
  private:
   JsonOut& open(char c);
   JsonOut& close(char c);
-  void before_value();
 
   std::string out_;
-  std::vector<bool> first_;  // per open container: nothing written yet
-  bool after_key_ = false;
+  base::JsonWriter w_{out_, base::JsonDialect::compact_ascii()};
 };
 
 }  // namespace numprobe::serve

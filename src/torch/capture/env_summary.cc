@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "base/file_util.h"
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 
 namespace numprobe::capture {
 namespace {
@@ -51,7 +51,7 @@ std::string environment_summary_json(const std::string& runtime, const std::stri
   static const std::string blas = blas_of(at::show_config());
   at::Context& ctx = at::globalContext();
   std::string out;
-  base::PyJsonWriter w(out, 1);
+  base::JsonWriter w(out, base::JsonDialect::python(1));
   w.begin_object();
   w.key("runtime");
   w.string_value(runtime);

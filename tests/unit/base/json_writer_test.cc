@@ -79,4 +79,31 @@ TEST(JsonWriter, Containers) {
   EXPECT_EQ(out, R"({"a":[1,-2],"b":{},"c":[null,false,2.5,["x","y"]]})");
 }
 
+// The viewer's dialect: compact layout, but Python's escaping and repr() digits, non-finite as
+// null.
+TEST(JsonWriter, CompactAsciiDialect) {
+  std::string out;
+  JsonWriter w(out, numprobe::base::JsonDialect::compact_ascii());
+  w.begin_object();
+  w.key("\xc3\xa9");
+  w.begin_array();
+  w.float_value(1e15);
+  w.float_value(std::nan(""));
+  w.string_value("\xff");
+  w.end_array();
+  w.end_object();
+  EXPECT_EQ(out, R"({"\u00e9":[1000000000000000.0,null,"\u00ff"]})");
+}
+
+// One writer, three dialects: the same calls give each file's layout.
+TEST(JsonWriter, PythonIndentNestsFragmentsAtTheirDepth) {
+  std::string out;
+  JsonWriter w(out, numprobe::base::JsonDialect::python(2), 1);
+  w.begin_object();
+  w.key("k");
+  w.float_value(INFINITY);
+  w.end_object();
+  EXPECT_EQ(out, "{\n    \"k\": Infinity\n  }");
+}
+
 }  // namespace

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 #include "core/hash.h"
 #include "format/dump_render.h"
 #include "numprobe/dump.h"
@@ -735,7 +735,7 @@ TEST(CaptureRecord, UnbalancedStreamsThrow) {
   }
 }
 
-// Regression (second reader's review): malformed streams used to crash in PyJsonWriter::key or
+// Regression (second reader's review): malformed streams used to crash in JsonWriter::key or
 // render invalid JSON; every one must throw.
 TEST(CaptureRecord, MalformedStreamsThrowInsteadOfCrashing) {
   auto throws = [](auto build) {
@@ -776,8 +776,8 @@ TEST(CaptureRecord, MalformedStreamsThrowInsteadOfCrashing) {
 
 namespace {
 
-// The layout PyJsonWriter gives a leaf: the reference the direct leaf renderer must reproduce.
-void reference_leaf(const TensorLeaf& t, numprobe::base::PyJsonWriter& w) {
+// The layout JsonWriter gives a leaf: the reference the direct leaf renderer must reproduce.
+void reference_leaf(const TensorLeaf& t, numprobe::base::JsonWriter& w) {
   auto stat = [&](const char* k, double v) {
     w.key(k);
     if (t.has_stats)
@@ -836,8 +836,8 @@ void reference_leaf(const TensorLeaf& t, numprobe::base::PyJsonWriter& w) {
   w.end_object();
 }
 
-// Leaves are written directly, not through PyJsonWriter: every kind of leaf, at every nesting
-// depth, must come out byte for byte as PyJsonWriter writes it.
+// Leaves are written directly, not through JsonWriter: every kind of leaf, at every nesting
+// depth, must come out byte for byte as JsonWriter writes it.
 TEST(RenderEntryRecord, DirectLeafTextEqualsTheGenericWriters) {
   std::vector<TensorLeaf> leaves(8);
   leaves[0].dtype = "torch.float32";
@@ -884,7 +884,7 @@ TEST(RenderEntryRecord, DirectLeafTextEqualsTheGenericWriters) {
       r.end();
 
       std::string expected;
-      numprobe::base::PyJsonWriter w(expected, 1, 2);
+      numprobe::base::JsonWriter w(expected, numprobe::base::JsonDialect::python(1), 2);
       w.begin_object();
       w.key("input_args");
       for (int d = 0; d < depth; ++d) w.begin_array();

@@ -1,9 +1,11 @@
-#include "base/py_json_writer.h"
+#include "base/json_text.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+
+#include "base/utf8.h"
 
 namespace numprobe::base {
 
@@ -193,74 +195,74 @@ void append_py_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void PyJsonWriter::newline_indent() {
-  out_ += '\n';
-  out_.append(static_cast<size_t>(depth_ * indent_), ' ');
+void append_json_string(std::string& out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = p[i];
+    if (c >= 0x80) {
+      size_t bad = 0;
+      const size_t len = utf8_sequence(p + i, s.size() - i, &bad);
+      if (len == 0) {
+        out += "\xEF\xBF\xBD";
+        i += bad;
+      } else {
+        out.append(s.data() + i, len);
+        i += len;
+      }
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xF];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
 }
 
-void PyJsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
+void append_json_float(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
     return;
   }
-  if (!counts_.empty()) {
-    if (counts_.back()++ > 0) out_ += ',';
-    newline_indent();
+  // Python's repr is this layout except in [1e15, 1e16), which it still writes as decimals.
+  const double a = std::fabs(v);
+  if (a >= 1e15 && a < 1e16) {
+    char buf[kMaxPyFloatChars];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    out.append(buf, r.ptr);
+    return;
   }
-}
-
-void PyJsonWriter::key(std::string_view k) {
-  if (counts_.back()++ > 0) out_ += ',';
-  newline_indent();
-  append_py_string(out_, k);
-  out_ += ": ";
-  after_key_ = true;
-}
-
-void PyJsonWriter::open(char c) {
-  before_value();
-  out_ += c;
-  counts_.push_back(0);
-  ++depth_;
-}
-
-void PyJsonWriter::close(char c) {
-  --depth_;
-  if (counts_.back() > 0) newline_indent();
-  counts_.pop_back();
-  out_ += c;
-}
-
-void PyJsonWriter::null_value() {
-  before_value();
-  out_ += "null";
-}
-
-void PyJsonWriter::bool_value(bool b) {
-  before_value();
-  out_ += b ? "true" : "false";
-}
-
-void PyJsonWriter::int_value(int64_t v) {
-  before_value();
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, static_cast<size_t>(r.ptr - buf));
-}
-
-void PyJsonWriter::float_value(double v) {
-  before_value();
-  append_py_float(out_, v);
-}
-
-void PyJsonWriter::string_value(std::string_view s) {
-  before_value();
-  append_py_string(out_, s);
-}
-
-void PyJsonWriter::raw_value(std::string_view text) {
-  before_value();
-  out_ += text;
+  append_py_float(out, v);
 }
 
 }  // namespace numprobe::base

@@ -1,4 +1,4 @@
-#include "base/py_json_writer.h"
+#include "base/json_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,8 @@
 
 using numprobe::base::append_py_float;
 using numprobe::base::append_py_string;
-using numprobe::base::PyJsonWriter;
+using numprobe::base::JsonDialect;
+using numprobe::base::JsonWriter;
 
 namespace {
 
@@ -42,7 +43,7 @@ const Case kCases[] = {
     {12345.678, "12345.678"},
 };
 
-TEST(PyJsonWriter, FloatsMatchPythonRepr) {
+TEST(JsonWriter, FloatsMatchPythonRepr) {
   for (const Case& c : kCases) {
     std::string s;
     append_py_float(s, c.v);
@@ -57,7 +58,7 @@ TEST(PyJsonWriter, FloatsMatchPythonRepr) {
   EXPECT_EQ(s, "NaN Infinity -Infinity");
 }
 
-TEST(PyJsonWriter, StringsUseEnsureAsciiEscapes) {
+TEST(JsonWriter, StringsUseEnsureAsciiEscapes) {
   std::string s;
   append_py_string(s, "a\"b\\c\n\t\x01\x7f \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80");
   EXPECT_EQ(s, R"("a\"b\\c\n\t\u0001\u007f \u00e9 \u4e2d \ud83d\ude00")");
@@ -71,9 +72,9 @@ TEST(PyJsonWriter, StringsUseEnsureAsciiEscapes) {
   EXPECT_EQ(s, R"("\u00c1\u0081 \u00e0\u0080\u0080 \u00ed\u00a0\u0080 \u00f4\u0090\u0080\u0080")");
 }
 
-TEST(PyJsonWriter, IndentOneLayout) {
+TEST(JsonWriter, IndentOneLayout) {
   std::string out;
-  PyJsonWriter w(out, 1);
+  JsonWriter w(out, JsonDialect::python(1));
   w.begin_object();
   w.key("a");
   w.begin_array();
