@@ -12,7 +12,8 @@ import torch
 
 from numprobe import _C
 from .plan import build_plan, resolve_api_info
-from .runner import Options, run_case, save_error_data, skipped, worst
+from .replay_common import Options, run_cases, worst
+from .runner import run_case, save_error_data
 from .repro import write_repro
 
 
@@ -69,34 +70,15 @@ def _options(a, task):
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     root = os.path.dirname(os.path.abspath(a.api_info))
     return Options(seed=a.seed, real_data=real, offline=a.offline, device=device,
-                   extra_dirs=[os.path.join(root, "dump_tensor_data"), root])
+                   data_dirs=[os.path.join(root, "dump_tensor_data"), root])
 
 
 def _run_cases(cases, files, opts, a, mindspore, progress):
-    counts = {"pass": 0, "warning": 0, "error": 0, "SKIP": 0}
     error_dir = os.path.join(a.out, "ut_error_data")
-    t0, done = time.time(), 0
-    for case in cases:
-        if files.done(case.name):
-            continue
-        if case.skip_reason:
-            out = skipped(case.skip_reason)
-        else:
-            try:
-                out = run_case(case, opts, mindspore)
-            except Exception as e:  # a bad entry is reported and the run goes on
-                out = skipped(f"{type(e).__name__}: {e}".strip())
-        files.write(case.name, out.forward_status, out.backward_status, out.forward, out.backward,
-                    out.message if "SKIP" in (out.forward_status, out.backward_status) else "")
-        if a.save_error_data and "error" in (out.forward_status, out.backward_status):
-            save_error_data(error_dir, case.name, out.tensors)
-        verdict = worst(out.forward_status, out.backward_status)
-        counts[verdict] = counts.get(verdict, 0) + 1
-        done += 1
-        if progress and (done % 50 == 0):
-            rate = done / max(time.time() - t0, 1e-9)
-            print(f"  {done}/{len(cases)} APIs, {rate:.0f}/s", file=sys.stderr)
-    return counts, done, time.time() - t0
+    save = (lambda api, arrays: save_error_data(error_dir, api, arrays)) if a.save_error_data \
+        else None
+    return run_cases(cases, files, lambda case: run_case(case, opts, mindspore), _C, save,
+                     progress)
 
 
 def _keep_freed_memory():
@@ -261,7 +243,7 @@ def _count(result_csv):
     with open(result_csv, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))[1:]
     for r in rows:
-        verdict = worst(r[1], r[2])
+        verdict = worst(r[1], r[2], _C)
         counts[verdict] = counts.get(verdict, 0) + 1
     return counts
 

@@ -8,17 +8,14 @@ replayed values look like the real ones. Every API gets its own generator seeded
 and the API name: results do not depend on which worker runs it or in which order.
 """
 import math
-import os
 import zlib
 
 import torch
 
+from .replay_common import ReplayInputError, load_npy
+
 TENSOR_TYPES = {"torch.Tensor", "torch.nn.parameter.Parameter", "mindspore.Tensor",
                 "mindspore.Parameter", "torch.nn.Parameter"}
-
-
-class ReplayInputError(ValueError):
-    """The dump cannot be turned into arguments (shape/data mismatch, missing file, ...)."""
 
 
 def torch_dtype(name):
@@ -89,24 +86,8 @@ class InputBuilder:
         return t
 
     def _load(self, leaf, dtype, shape):
-        name = leaf.get("data_name")
-        if not name:
-            raise ReplayInputError("tensor dump without data_name for a tensor input")
-        path = next((os.path.join(d, name) for d in self.data_dirs
-                     if os.path.isfile(os.path.join(d, name))), None)
-        if path is None:
-            raise ReplayInputError(f"{name}: tensor file not found in {', '.join(self.data_dirs)}")
-        if not path.endswith(".npy"):
-            raise ReplayInputError(f"{path}: only .npy tensor files are read")
-        import numpy as np
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except Exception as e:  # a corrupt file is the user's data, not our bug
-            raise ReplayInputError(f"{path}: cannot read ({e})") from None
-        if list(arr.shape) != list(shape):
-            raise ReplayInputError(f"{path}: shape {list(arr.shape)} but dump.json says {shape}")
-        t = torch.from_numpy(np.array(arr, order="C", copy=True))  # keeps 0-d (ascontiguousarray would not)
-        return t.to(dtype) if t.dtype != dtype else t.clone()
+        t = torch.from_numpy(load_npy(self.data_dirs, leaf, shape))
+        return t.to(dtype) if t.dtype != dtype else t
 
     def _generate(self, leaf, dtype, shape):
         n = math.prod(shape)

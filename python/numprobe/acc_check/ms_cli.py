@@ -3,11 +3,11 @@ the same result files as the torch replay (docs/acc_check.md, "MindSpore dumps o
 import argparse
 import os
 import sys
-import time
 
 from numprobe import _engine
-from .ms_runner import Options, run_case, save_error_data, skipped
+from .ms_runner import run_case, save_error_data
 from .plan import build_plan, resolve_api_info
+from .replay_common import Options, run_cases
 
 
 def _parser(prog):
@@ -57,23 +57,10 @@ def main(argv):
     except (OSError, ValueError) as e:
         print(f"numprobe {cmd}: error: {e}", file=sys.stderr)
         return 1
-    counts, done, t0 = {}, 0, time.time()
-    for case in cases:
-        if files.done(case.name):
-            continue
-        try:
-            out = skipped(case.skip_reason) if case.skip_reason else run_case(case, opts)
-        except Exception as e:  # noqa: BLE001 - a bad entry is reported and the run goes on
-            out = skipped(f"{type(e).__name__}: {e}".strip())
-        files.write(case.name, out.forward_status, out.backward_status, out.forward, out.backward,
-                    out.message if "SKIP" in (out.forward_status, out.backward_status) else "")
-        if a.save_error_data and out.forward_status == "error":
-            save_error_data(os.path.join(a.out, "ut_error_data"), case.name, out.arrays)
-        verdict = out.forward_status if out.forward_status == "SKIP" or out.backward_status in (
-            " ", "SKIP") else _engine.acc_worse(out.forward_status, out.backward_status)
-        counts[verdict] = counts.get(verdict, 0) + 1
-        done += 1
-    secs = time.time() - t0
+    error_dir = os.path.join(a.out, "ut_error_data")
+    save = (lambda api, arrays: save_error_data(error_dir, api, arrays)) if a.save_error_data \
+        else None
+    counts, done, secs = run_cases(cases, files, lambda case: run_case(case, opts), _engine, save)
     print(f"acc-check (MindSpore): {done} APIs in {secs:.2f} s ({done / max(secs, 1e-9):.0f}/s): "
           f"{counts.get('pass', 0)} pass, {counts.get('warning', 0)} warning, "
           f"{counts.get('error', 0)} error, {counts.get('SKIP', 0)} SKIP")

@@ -5,10 +5,11 @@ spread the recorded Norm implies, clamped to [Min, Max], Min at the first and Ma
 element; one generator per API seeded from the run seed and the API name.
 """
 import math
-import os
 import zlib
 
 import numpy as np
+
+from .replay_common import ReplayInputError, load_npy
 
 TENSOR_TYPES = {"mindspore.Tensor", "mindspore.Parameter", "mindspore.common.tensor.Tensor"}
 # MindSpore's dtype spellings -> numpy; BFloat16 is held as float32 (numpy has none) and cast
@@ -16,10 +17,6 @@ TENSOR_TYPES = {"mindspore.Tensor", "mindspore.Parameter", "mindspore.common.ten
 NUMPY_DTYPES = {"Float64": np.float64, "Float32": np.float32, "Float16": np.float16,
                 "BFloat16": np.float32, "Int64": np.int64, "Int32": np.int32, "Int16": np.int16,
                 "Int8": np.int8, "UInt8": np.uint8, "Bool": np.bool_}
-
-
-class ReplayInputError(ValueError):
-    """The dump cannot be turned into arguments (shape/data mismatch, missing file, ...)."""
 
 
 class Tensor:
@@ -83,20 +80,7 @@ class InputBuilder:
                       bool(leaf.get("requires_grad")))
 
     def load(self, leaf, shape):
-        name = leaf.get("data_name")
-        if not name:
-            raise ReplayInputError("tensor dump without data_name for a tensor")
-        path = next((os.path.join(d, name) for d in self.data_dirs
-                     if os.path.isfile(os.path.join(d, name))), None)
-        if path is None:
-            raise ReplayInputError(f"{name}: tensor file not found in {', '.join(self.data_dirs)}")
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except Exception as e:  # a corrupt file is the user's data, not our bug
-            raise ReplayInputError(f"{path}: cannot read ({e})") from None
-        if list(arr.shape) != list(shape):
-            raise ReplayInputError(f"{path}: shape {list(arr.shape)} but dump.json says {shape}")
-        return np.array(arr, order="C", copy=True)
+        return load_npy(self.data_dirs, leaf, shape)
 
     def _generate(self, leaf, dtype, shape):
         n = math.prod(shape)

@@ -5,16 +5,16 @@ CPU, and msprobe's metrics of each output from numprobe's acc-check engine (nump
 `Functional.x` `mindspore.ops.x`, `Tensor.x` the method of `mindspore.Tensor`.
 """
 import os
-from dataclasses import dataclass, field
 
 import numpy as np
 import mindspore as ms
 from mindspore import mint, ops
 
 from numprobe import _engine
-from .ms_inputs import Dtype, InputBuilder, ReplayInputError, Tensor
+from .ms_inputs import Dtype, InputBuilder, Tensor
+from .replay_common import ERROR, PASS, SKIP, Outcome, ReplayInputError
+from .replay_common import skipped as _skipped
 
-PASS, WARNING, ERROR, SKIP = "pass", "warning", "error", "SKIP"
 FLOATS = {"Float64", "Float32", "Float16", "BFloat16"}
 MS_DTYPES = {"Float64": ms.float64, "Float32": ms.float32, "Float16": ms.float16,
              "BFloat16": ms.bfloat16, "Int64": ms.int64, "Int32": ms.int32, "Int16": ms.int16,
@@ -30,26 +30,8 @@ class Skip(Exception):
     """The API is not replayed; the message says why."""
 
 
-@dataclass
-class Options:
-    seed: int = 1234
-    real_data: bool = False  # tensor dump: the recorded inputs
-    offline: bool = False    # tensor dump: the recorded outputs are the device result
-    data_dirs: list = field(default_factory=list)
-
-
-@dataclass
-class Outcome:
-    forward_status: str
-    backward_status: str
-    forward: list
-    backward: list
-    message: str = ""
-    arrays: dict = field(default_factory=dict)  # for -save_error_data
-
-
 def skipped(message):
-    return Outcome(SKIP, " ", [_engine.acc_unusable(SKIP, message)], [], message)
+    return _skipped(message, _engine)
 
 
 def resolve(case):

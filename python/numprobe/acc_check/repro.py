@@ -62,7 +62,7 @@ def _call_expression(case):
 
 def write_repro(case, opts, out_dir):
     builder = InputBuilder(case.name, opts.seed, opts.real_data or opts.offline,
-                           [case.data_dir] + list(opts.extra_dirs))
+                           [case.data_dir] + list(opts.data_dirs))
     args = builder.value(case.forward.get("input_args") or [], False)
     kwargs = {k: builder.value(v, False) for k, v in (case.forward.get("input_kwargs") or {}).items()}
     kwargs.pop("device", None)

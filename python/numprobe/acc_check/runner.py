@@ -1,36 +1,15 @@
 """Replays one API on the device under test and on the CPU reference and compares the two."""
 import os
-from dataclasses import dataclass, field
 
 import torch
 
 from numprobe import _C
 from .inputs import InputBuilder
-
-SKIP, PASS, ERROR = "SKIP", "pass", "error"
-
-
-@dataclass
-class Options:
-    seed: int = 1234
-    real_data: bool = False      # tensor dump: replay the recorded inputs
-    offline: bool = False        # take the recorded outputs as the device result
-    device: str = "cpu"
-    extra_dirs: list = field(default_factory=list)
-
-
-@dataclass
-class Outcome:
-    forward_status: str
-    backward_status: str
-    forward: list
-    backward: list
-    message: str = ""
-    tensors: dict = field(default_factory=dict)  # for -save_error_data
+from .replay_common import ERROR, PASS, SKIP, Outcome, skipped as _skipped
 
 
 def skipped(message):
-    return Outcome(SKIP, " ", [_C.acc_unusable(SKIP, message)], [], message)
+    return _skipped(message, _C)
 
 
 # ---- finding the callable ----------------------------------------------------------------------
@@ -144,11 +123,6 @@ def compare_outputs(op, bench, device):
     return overall(cols), cols
 
 
-def worst(forward, backward):
-    """One verdict for an API: SKIP when the forward was skipped, else the worse of the two."""
-    return forward if forward == SKIP else _C.acc_worse(forward, backward)
-
-
 def overall(cols):
     statuses = [c.status for c in cols]
     if not statuses or all(s == SKIP for s in statuses):
@@ -162,7 +136,7 @@ def overall(cols):
 # ---- one API -----------------------------------------------------------------------------------
 def run_case(case, opts, mindspore=False):
     fwd = case.forward
-    data_dirs = [case.data_dir] + list(opts.extra_dirs)
+    data_dirs = [case.data_dir] + list(opts.data_dirs)
     builder = InputBuilder(case.name, opts.seed, opts.real_data or opts.offline, data_dirs)
     kwargs_info = fwd.get("input_kwargs") or {}
     want_grad = case.backward is not None and "out" not in kwargs_info
