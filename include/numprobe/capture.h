@@ -7,6 +7,9 @@
 // .backward) through a RecordFunction observer; "mix" adds the module entries that
 // numprobe::Scope (NUMPROBE_SCOPE) names, "L0" dumps only those. Files are msprobe's layout
 // (dump_path/step{N}/rank[R]/dump.json, stack.json, construct.json), complete after stop().
+// Task "free_benchmark" (check handler, forward stage) re-runs each sampled outermost aten op on
+// perturbed inputs and appends inconsistent outputs to dump_path/free_benchmark.csv, as the
+// Python front does (docs/capture.md, "free_benchmark").
 // Errors (bad config, unwritable dump_path) throw numprobe::Error with the file and field named.
 #pragma once
 
@@ -20,7 +23,8 @@ namespace numprobe {
 
 namespace capture {
 class TorchCapture;
-}
+class TorchFreeBenchmark;
+}  // namespace capture
 
 struct DebuggerOptions {
   std::string config_path;  // msprobe config.json; empty: defaults (task statistics, level L1)
@@ -43,11 +47,13 @@ class PrecisionDebugger {
   void stop();
   void step();
   void set_init_step(int64_t step);
-  // The rank directory files of the current step go to.
+  // The rank directory files of the current step go to (task free_benchmark: the dump_path,
+  // where free_benchmark.csv is).
   std::string rank_dir() const;
 
  private:
   std::unique_ptr<capture::TorchCapture> impl_;
+  std::unique_ptr<capture::TorchFreeBenchmark> free_benchmark_;  // task free_benchmark
 };
 
 }  // namespace numprobe

@@ -6,6 +6,7 @@
 #include "numprobe/capture.h"
 #include "numprobe/capture_scope.h"
 #include "numprobe/error.h"
+#include "torch/capture/free_benchmark_run.h"
 #include "torch/capture/torch_capture.h"
 
 namespace numprobe {
@@ -13,10 +14,15 @@ namespace {
 
 // NUMPROBE_CONFIG=<config.json> (set by `numprobe locate`, docs/locate.md) wins over the options:
 // a driver changes what a program dumps without editing it.
+std::string config_source(const DebuggerOptions& o) {
+  if (const char* env = std::getenv("NUMPROBE_CONFIG"); env && *env) return env;
+  return o.config_path.empty() ? "<DebuggerOptions>" : o.config_path;
+}
+
 capture::CaptureConfig make_config(const DebuggerOptions& o) {
   if (const char* env = std::getenv("NUMPROBE_CONFIG"); env && *env)
     return capture::load_capture_config(env);
-  const std::string where = o.config_path.empty() ? "<DebuggerOptions>" : o.config_path;
+  const std::string where = config_source(o);
   std::optional<std::string_view> task;
   if (o.task) task = *o.task;
   capture::CaptureConfig cfg;
@@ -35,26 +41,38 @@ capture::CaptureConfig make_config(const DebuggerOptions& o) {
 PrecisionDebugger::PrecisionDebugger(const std::string& config_path)
     : PrecisionDebugger(DebuggerOptions{config_path, {}, {}, {}, {}, {}}) {}
 
-PrecisionDebugger::PrecisionDebugger(const DebuggerOptions& options)
-    : impl_(std::make_unique<capture::TorchCapture>(make_config(options))) {
+PrecisionDebugger::PrecisionDebugger(const DebuggerOptions& options) {
+  capture::CaptureConfig cfg = make_config(options);
+  if (cfg.task == capture::Task::kFreeBenchmark) {
+    free_benchmark_ =
+        std::make_unique<capture::TorchFreeBenchmark>(std::move(cfg), config_source(options));
+    if (options.rank) free_benchmark_->set_rank(*options.rank);
+    return;
+  }
+  impl_ = std::make_unique<capture::TorchCapture>(std::move(cfg));
   if (options.rank) impl_->set_rank(*options.rank);
 }
 
 PrecisionDebugger::~PrecisionDebugger() = default;
 
 void PrecisionDebugger::start() {
+  if (free_benchmark_) return free_benchmark_->start();
   impl_->start(/*observe_aten=*/true);
 }
 void PrecisionDebugger::stop() {
+  if (free_benchmark_) return free_benchmark_->stop();
   impl_->stop();
 }
 void PrecisionDebugger::step() {
+  if (free_benchmark_) return free_benchmark_->step();
   impl_->step();
 }
 void PrecisionDebugger::set_init_step(int64_t step) {
+  if (free_benchmark_) return free_benchmark_->set_init_step(step);
   impl_->set_init_step(step);
 }
 std::string PrecisionDebugger::rank_dir() const {
+  if (free_benchmark_) return free_benchmark_->dump_path();
   return impl_->session().rank_dir();
 }
 

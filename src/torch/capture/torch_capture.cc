@@ -1,7 +1,6 @@
 #include "torch/capture/torch_capture.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/function.h>
@@ -9,10 +8,10 @@
 #include <cstring>
 #include <mutex>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 #include "numprobe/error.h"
+#include "torch/capture/aten_ops.h"
 #include "torch/capture/env_summary.h"
 #include "torch/stats_cache.h"
 #include "torch/tensor_leaf.h"
@@ -93,46 +92,6 @@ class BackwardEntryHook : public torch::autograd::FunctionPostHook {
 thread_local int t_depth = 0;     // FUNCTION records open on this thread
 thread_local int t_backward = 0;  // BACKWARD_FUNCTION records open on this thread
 
-struct OpInfo {
-  bool skip = false;     // views, allocation ops, ops without a schema
-  std::string api_type;  // "Aten.add.Tensor"
-};
-
-std::mutex g_op_mu;
-std::unordered_map<const char*, OpInfo> g_ops;  // keyed by RecordFunction::name() (stable)
-
-const OpInfo& op_info(const at::RecordFunction& fn) {
-  std::lock_guard<std::mutex> lk(g_op_mu);
-  auto it = g_ops.find(fn.name());
-  if (it != g_ops.end()) return it->second;
-  OpInfo info;
-  auto opname = fn.operator_name();
-  if (!opname) {
-    info.skip = true;
-  } else {
-    std::string name = opname->name;
-    if (name.rfind("aten::", 0) == 0) name = name.substr(6);
-    const std::string& ov = opname->overload_name;
-    info.api_type = "Aten." + name + "." + (ov.empty() ? std::string("default") : ov);
-    // Outputs that alias inputs without writing (views) add nothing; empty*/resize_ outputs are
-    // uninitialised memory.
-    if (name.rfind("empty", 0) == 0 || name == "resize_" || name == "detach" || name == "lift" ||
-        name == "lift_fresh" || name == "zeros" || name == "alias")
-      info.skip = true;
-    auto handle = c10::Dispatcher::singleton().findOp(*opname);
-    if (!handle) {
-      info.skip = true;
-    } else {
-      const auto& schema = handle->schema();
-      for (const auto& ret : schema.returns()) {
-        const auto* alias = ret.alias_info();
-        if (alias && !alias->isWrite()) info.skip = true;
-      }
-    }
-  }
-  return g_ops.emplace(fn.name(), std::move(info)).first->second;
-}
-
 struct AtenContext : public at::ObserverContext {
   EntryRecord rec;
   std::optional<std::string> parent;
@@ -146,7 +105,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   const bool outermost = t_depth++ == 0 && t_backward == 0;
   TorchCapture* cap = TorchCapture::active();
   if (!outermost || !cap || !cap->dumping() || InternalGuard::inside()) return nullptr;
-  const OpInfo& info = op_info(fn);
+  const AtenOpInfo& info = aten_op_info(fn);
   if (info.skip) return nullptr;
   std::string name = cap->next_api_name(info.api_type);
   if (!cap->wants(name + ".forward")) return nullptr;
