@@ -203,10 +203,15 @@ def test_list_scope_and_max_sample_limit_the_perturbed_calls(tmp_path):
 
 
 def test_preheat_learns_each_apis_own_threshold(tmp_path):
-    dbg, _, _ = run(tmp_path, section(if_preheat=True, preheat_step=1), steps=3)
-    assert dbg.free_benchmark.calls_perturbed > 0
-    # step 0 preheats (no rows); afterwards tanhshrink's own ratio is its threshold, and
-    # SGD moved nothing it reads (its input is the model's input), so it stays within it
+    # tanhshrink alone: its input is the model's input, which SGD does not move (the optimizer's
+    # bf16 param.add_ is itself reported by improve_precision, with a ratio that grows as it trains)
+    dbg, _, _ = run(tmp_path, section(list=[FRAGILE]), steps=3)
+    assert {r["step"] for r in rows(dbg)} == {"0", "1", "2"}  # fragile at every step
+    (tmp_path / "pre").mkdir()
+    dbg, _, _ = run(tmp_path / "pre", section(if_preheat=True, preheat_step=1, list=[FRAGILE]), steps=3)
+    assert dbg.free_benchmark.calls_perturbed == 3
+    # step 0 preheats (no rows); afterwards tanhshrink's own ratio is its threshold, and it stays
+    # within it
     assert rows(dbg) == []
 
 
@@ -285,11 +290,12 @@ def msprobe_rows(tmp_path, sec, steps=1):
 
 
 # The modes whose reports agree on this model; docs/capture.md says why the others differ.
-@pytest.mark.parametrize("mode", ["improve_precision", "no_change"])
+@pytest.mark.parametrize("mode", ["improve_precision", "bit_noise", "change_value", "no_change",
+                                  "to_cpu"])
 def test_msprobe_reports_the_same_apis(tmp_path, mode):
     """msprobe 8.3.3 (its own venv and torch, msprobe_legacy.py) and numprobe check the same model
-    with the same config: the same APIs reported, the fragile one among them for
-    improve_precision, none of the clean ones. The optimizer's step is outside start()/stop():
+    with the same config: the same APIs reported; for improve_precision the fragile one and none
+    of the clean ones. add_noise differs on purpose (docs/capture.md: msprobe divides in bf16). The optimizer's step is outside start()/stop():
     msprobe re-runs an in-place API on the inputs it has already changed (docs/capture.md)."""
     sec = section(mode)
     ms = msprobe_rows(tmp_path, sec)
@@ -300,9 +306,10 @@ def test_msprobe_reports_the_same_apis(tmp_path, mode):
     ours = rows(dbg)
     ms_apis, our_apis = {msprobe_api(r["api_name"]) for r in ms}, {api_of(r) for r in ours}
     assert ms_apis == our_apis, (ms, ours)
-    assert not our_apis & set(CLEAN)
-    if mode == "improve_precision":
-        assert FRAGILE in our_apis
+    if mode == "improve_precision":  # the fragile API, and no clean one
+        assert FRAGILE in our_apis and not our_apis & set(CLEAN)
+    if mode == "bit_noise":  # a bf16 ulp (2^-8) is above bf16's threshold: every API moves
+        assert set(CLEAN) | {FRAGILE} <= our_apis
     # the rows' other columns: the same call, stage, step, dtype and shape
     key = ("rank", "pert_mode", "stage", "step", "dtype", "shape", "output_index")
     assert sorted(tuple(r[k] for k in key) for r in ms) == sorted(tuple(r[k] for k in key) for r in ours)
