@@ -16,11 +16,16 @@ template <typename T>
 void pair_terms(T o, T p, T tol, T& ratio, T& product) {
   const bool finite = (o - o == 0) & (p - p == 0);  // `&`: no short-circuit branch
   const T ao0 = std::fabs(o), ap0 = std::fabs(p);
-  // both values raised to tol: a value below it counts as tol (msprobe's clamp)
-  const T ao = finite ? (ao0 > tol ? ao0 : tol) : tol, ap = finite ? (ap0 > tol ? ap0 : tol) : tol;
-  const T q1 = ao / ap, q2 = ap / ao;  // both > 0: no division under a condition
-  ratio = q1 > q2 ? q1 : q2;
-  product = finite ? o * p : T(0);
+  // both values raised to tol (msprobe's clamp); a non-finite pair becomes (tol, tol)
+  const T ao = (ao0 > tol) & finite ? ao0 : tol, ap = (ap0 > tol) & finite ? ap0 : tol;
+  // max(ao/ap, ap/ao) as one division (both > 0: no division under a condition)
+  const T hi = ao > ap ? ao : ap, lo = ao > ap ? ap : ao;
+  ratio = hi / lo;
+  // The product where it is finite, else 0: a NaN or infinite value makes it NaN or infinite. A
+  // product that overflows T is dropped too (a flip between two values beyond sqrt(T's max) goes
+  // unseen); testing `finite` a second time instead keeps GCC from vectorising the loop.
+  const T prod = o * p;
+  product = prod - prod == 0 ? prod : T(0);
 }
 
 template <typename T>

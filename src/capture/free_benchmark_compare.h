@@ -13,7 +13,8 @@ namespace numprobe::capture {
 // threshold and its sign did not flip: sign_flipped is o * p < -abs_tol^2 for some element (a
 // sign change of a value larger than abs_tol; msprobe reports it as "symbol_flipping"). Pairs
 // where either value is NaN or infinite are skipped (msprobe lets one NaN turn the whole ratio
-// into "consistent"); n == 0 gives ratio 1, not flipped.
+// into "consistent"), and so is, for the sign test only, a product beyond T's range; n == 0
+// gives ratio 1, not flipped.
 struct PerturbationRatio {
   double ratio = 1;
   bool sign_flipped = false;
