@@ -23,6 +23,8 @@ from . import _C
 from .api_names import build_api_table, resolve_api
 
 CSV_NAME = "free_benchmark.csv"
+# max_rel of a row whose output changed sign beyond the tolerance (msprobe's word for it)
+SYMBOL_FLIPPING = "symbol_flipping"
 # msprobe's UnequalRow fields, in its order (its CSV header is these names).
 CSV_HEADER = ("rank", "pert_mode", "stage", "step", "api_name", "max_rel", "dtype", "shape",
               "output_index")
@@ -395,7 +397,7 @@ class FreeBenchmark:
                   and e["err_balance"] <= _CPU_ERR_BALANCE)
             return ok, max(e["max_rel"], e["max_abs_small"])
         abs_tol = _BACKWARD_ABS_TOL if stage == "backward" else _NOISE.get(p.dtype, 1e-8) ** 0.5
-        ratio = _C.perturbation_ratio(o, p, abs_tol)
+        ratio, sign_flipped = _C.perturbation_ratio(o, p, abs_tol)
         if self.pert_mode == "no_change":
             threshold = 1.0
         else:
@@ -403,6 +405,8 @@ class FreeBenchmark:
         if self._preheating():
             self._preheat_ratio[name] = max(self._preheat_ratio.get(name, 1.0), ratio)
             return True, ratio - 1
+        if sign_flipped:  # msprobe's row for it names the rule instead of a number
+            return False, SYMBOL_FLIPPING
         threshold = max(threshold, self._preheat_ratio.get(name, 1.0))
         return 1.0 / threshold <= ratio <= threshold, ratio - 1
 

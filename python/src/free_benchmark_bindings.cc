@@ -78,12 +78,15 @@ void register_free_benchmark(py::module_& m) {
       [](py::handle original, py::handle perturbed, double abs_tol) {
         auto [o, p] = pair_of(original, perturbed);
         const auto n = static_cast<size_t>(o.numel());
-        if (o.scalar_type() == at::kDouble)
-          return capture::perturbation_ratio(o.data_ptr<double>(), p.data_ptr<double>(), n,
-                                             abs_tol);
-        return capture::perturbation_ratio(o.data_ptr<float>(), p.data_ptr<float>(), n, abs_tol);
+        const capture::PerturbationRatio r =
+            o.scalar_type() == at::kDouble
+                ? capture::perturbation_ratio(o.data_ptr<double>(), p.data_ptr<double>(), n,
+                                              abs_tol)
+                : capture::perturbation_ratio(o.data_ptr<float>(), p.data_ptr<float>(), n, abs_tol);
+        return py::make_tuple(r.ratio, r.sign_flipped);
       },
-      "msprobe's endless-norm ratio of two outputs (1 = unchanged); see free_benchmark_compare.h");
+      "msprobe's endless-norm ratio of two outputs (1 = unchanged) and whether a sign flipped; "
+      "see free_benchmark_compare.h");
   m.def(
       "benchmark_errors",
       [](py::handle actual, py::handle golden, double small_value) {

@@ -8,52 +8,65 @@ namespace numprobe::capture {
 namespace {
 
 // Branch-free so that the compiler vectorises it (element type T, float32 math for float32
-// outputs): a pair that does not count contributes 1. The running maxima are kept per lane
-// (kLanes independent `x > m ? x : m`, element-wise hence SIMD, where one scalar maximum would be
-// a reduction GCC keeps scalar without -ffast-math). A value is finite iff v - v == 0 (NaN and
-// infinities give NaN), which compares false.
+// outputs): a pair that does not count contributes ratio 1 and product 0. The running maxima and
+// minima are kept per lane (kLanes independent `x > m ? x : m`, element-wise hence SIMD, where one
+// scalar maximum would be a reduction GCC keeps scalar without -ffast-math). A value is finite iff
+// v - v == 0 (NaN and infinities give NaN), which compares false.
 template <typename T>
-T pair_ratio(T o, T p, T tol) {
-  const T one = 1;
+void pair_terms(T o, T p, T tol, T& ratio, T& product) {
   const bool finite = (o - o == 0) & (p - p == 0);  // `&`: no short-circuit branch
-  const T ao = finite ? std::fabs(o) : one, ap = finite ? std::fabs(p) : one;
-  // both divisions unconditional (the divisors are > 0): a division under a condition is not
-  // if-converted, and the loop would stay scalar
-  const T q1 = ao / (ap + tol), q2 = ap / (ao + tol);
-  const T r1 = ap > tol ? q1 : one, r2 = ao > tol ? q2 : one;
-  return r1 > r2 ? r1 : r2;
+  const T ao0 = std::fabs(o), ap0 = std::fabs(p);
+  // both values raised to tol (msprobe's clamp); a non-finite pair becomes (tol, tol)
+  const T ao = (ao0 > tol) & finite ? ao0 : tol, ap = (ap0 > tol) & finite ? ap0 : tol;
+  // max(ao/ap, ap/ao) as one division (both > 0: no division under a condition)
+  const T hi = ao > ap ? ao : ap, lo = ao > ap ? ap : ao;
+  ratio = hi / lo;
+  // The product where it is finite, else 0: a NaN or infinite value makes it NaN or infinite. A
+  // product that overflows T is dropped too (a flip between two values beyond sqrt(T's max) goes
+  // unseen); testing `finite` a second time instead keeps GCC from vectorising the loop.
+  const T prod = o * p;
+  product = prod - prod == 0 ? prod : T(0);
 }
 
 template <typename T>
-double ratio_of(const T* original, const T* perturbed, size_t n, double abs_tol) {
+PerturbationRatio ratio_of(const T* original, const T* perturbed, size_t n, double abs_tol) {
   constexpr size_t kLanes = 16;
   const T tol = static_cast<T>(abs_tol);
-  T lanes[kLanes];
-  for (T& l : lanes) l = 1;
+  T lanes[kLanes], lows[kLanes];
+  for (size_t j = 0; j < kLanes; ++j) lanes[j] = 1, lows[j] = 0;
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (size_t j = 0; j < kLanes; ++j) {
-      const T r = pair_ratio(original[i + j], perturbed[i + j], tol);
+      T r, prod;
+      pair_terms(original[i + j], perturbed[i + j], tol, r, prod);
       lanes[j] = r > lanes[j] ? r : lanes[j];
+      lows[j] = prod < lows[j] ? prod : lows[j];
     }
   }
-  T ratio = 1;
-  for (T l : lanes) ratio = l > ratio ? l : ratio;
-  for (; i < n; ++i) {
-    const T r = pair_ratio(original[i], perturbed[i], tol);
-    ratio = r > ratio ? r : ratio;
+  T ratio = 1, low = 0;
+  for (size_t j = 0; j < kLanes; ++j) {
+    ratio = lanes[j] > ratio ? lanes[j] : ratio;
+    low = lows[j] < low ? lows[j] : low;
   }
-  return static_cast<double>(ratio);
+  for (; i < n; ++i) {
+    T r, prod;
+    pair_terms(original[i], perturbed[i], tol, r, prod);
+    ratio = r > ratio ? r : ratio;
+    low = prod < low ? prod : low;
+  }
+  // the product's bound in double: tol^2 may be below float's smallest normal
+  return {static_cast<double>(ratio), static_cast<double>(low) < -(abs_tol * abs_tol)};
 }
 
 }  // namespace
 
-double perturbation_ratio(const double* original, const double* perturbed, size_t n,
-                          double abs_tol) {
+PerturbationRatio perturbation_ratio(const double* original, const double* perturbed, size_t n,
+                                     double abs_tol) {
   return ratio_of(original, perturbed, n, abs_tol);
 }
 
-double perturbation_ratio(const float* original, const float* perturbed, size_t n, double abs_tol) {
+PerturbationRatio perturbation_ratio(const float* original, const float* perturbed, size_t n,
+                                     double abs_tol) {
   return ratio_of(original, perturbed, n, abs_tol);
 }
 

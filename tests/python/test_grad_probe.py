@@ -1,23 +1,22 @@
 """task "grad_probe" and `numprobe grad-compare` end to end (issue 35): the files msprobe's
 grad_probe writes (grad_summary_{step}.csv, rank{r}/step{s}/{param}.npy), their values checked
 against torch, training bitwise unchanged, two runs compared (identical runs agree; a data or
-learning-rate change is named at its step), bad input; and, where msprobe's own grad_probe code can
-be loaded, msprobe's GradComparator reading numprobe's files and numprobe reading msprobe's."""
+learning-rate change is named at its step), bad input; and, live, msprobe 8.3.3's own grad_probe
+(its venv, msprobe_legacy.py): its GradientMonitor writes the same files from the same gradients,
+its GradComparator and numprobe's grad-compare read both tools' runs and agree."""
 import csv
-import importlib.util
 import json
 import math
-import os
 import pathlib
 import sys
-import types
 import zlib
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import PYDIR, live
+import msprobe_legacy  # noqa: E402
+from conftest import PYDIR
 
 sys.path.insert(0, str(PYDIR))
 import numprobe  # noqa: E402
@@ -229,96 +228,98 @@ def test_missing_steps_are_named_and_bad_csv_is_an_error(tmp_path, cli):
     assert p.returncode != 0 and "L0" in p.stderr
 
 
-# ---- msprobe's own grad_probe ----------------------------------------------------------------------
-def msprobe_grad_probe():
-    """msprobe's grad_probe modules (GradComparator, GradientMonitor). msprobe 26.2 ships none (the
-    release dropped grad_probe; its last source is mstt's debug/accuracy_tools/msprobe): they are
-    loaded from NUMPROBE_MSTT_SRC (that folder) on top of the installed msprobe 26.2."""
-    live("msprobe")
-    try:
-        from msprobe.core.grad_probe.grad_compare import GradComparator  # noqa: F401
-        from msprobe.pytorch.grad_probe.grad_monitor import GradientMonitor  # noqa: F401
-        return GradComparator, GradientMonitor
-    except ImportError:
-        pass
-    src = os.environ.get("NUMPROBE_MSTT_SRC")
-    if not src:
-        pytest.skip("msprobe 26.2 has no grad_probe (removed from the release); set NUMPROBE_MSTT_SRC "
-                    "to mstt's debug/accuracy_tools/msprobe to run msprobe's grad_probe against numprobe")
-    import msprobe.core
-    import msprobe.core.common.file_utils as file_utils
-    import msprobe.pytorch
-    if not hasattr(file_utils, "change_mode"):  # 26.2 dropped it; grad_probe's utils imports it
-        file_utils.change_mode = lambda path, mode: os.chmod(path, mode)
-    from msprobe.core.common.const import FileCheckConst
-    if not hasattr(FileCheckConst, "DATA_FILE_AUTHORITY"):  # the plots' file mode, also dropped
-        FileCheckConst.DATA_FILE_AUTHORITY = 0o640
-    for pkg, parent in (("msprobe.core.grad_probe", msprobe.core),
-                        ("msprobe.pytorch.grad_probe", msprobe.pytorch)):
-        mod = types.ModuleType(pkg)
-        mod.__path__ = [os.path.join(src, *pkg.split(".")[1:])]
-        sys.modules[pkg] = mod
-        setattr(parent, pkg.rsplit(".", 1)[1], mod)
-    out = []
-    for name in ("msprobe.core.grad_probe.constant", "msprobe.core.grad_probe.utils",
-                 "msprobe.core.grad_probe.grad_compare", "msprobe.pytorch.grad_probe.grad_stat_csv",
-                 "msprobe.pytorch.grad_probe.grad_monitor"):
-        path = os.path.join(src, *name.split(".")[1:]) + ".py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        out.append(mod)
-    return out[2].GradComparator, out[4].GradientMonitor
-
-
+# ---- msprobe's own grad_probe, live --------------------------------------------------------------
+# msprobe 8.3.3 (the newest release with grad_probe; 26.x dropped it) runs in its own venv, on its
+# own torch, in a subprocess (msprobe_legacy.py). It records the same training by seeing the same
+# gradients: the ones numprobe's run recorded, handed over per step (.npz) and set as each
+# parameter's .grad before an optimizer step, where msprobe's GradientMonitor hooks in. No
+# release has an `msprobe grad_probe` command: its compare is GradComparator.compare_distributed.
 def similarities(path):
     rows = read_summary(path)
     return {r[0]: [float(v) for v in r[1:]] for r in rows[1:]}, rows[0]
 
 
-def test_msprobe_grad_compare_reads_numprobe_files(tmp_path, cli):
-    GradComparator, _ = msprobe_grad_probe()
-    train(tmp_path / "a", "L2")
-    train(tmp_path / "b", "L2", data_change_at=2)
-    GradComparator.compare_distributed(str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "ms"))
-    compare(cli, tmp_path / "a", tmp_path / "b", tmp_path / "np")
-    ms, ms_head = similarities(tmp_path / "ms" / "rank0" / "similarities.csv")
-    ours, our_head = similarities(tmp_path / "np" / "rank0" / "similarities.csv")
-    assert ms_head == our_head and ms == ours
+def msprobe_first(sims, threshold=0.97, drop=0.03):
+    """The first step msprobe's documented rule flags (17.grad_probe.md: a parameter's similarity
+    below 0.97 at the first step, or down by more than 0.03 from the step before) and the
+    parameters it flags there; None where it flags none."""
+    steps = len(next(iter(sims.values())))
+    for c in range(steps):
+        flagged = {n for n, v in sims.items() if n != "summary" and
+                   ((c == 0 and v[c] < threshold) or (c > 0 and v[c - 1] - v[c] > drop))}
+        if flagged:
+            return c, flagged
+    return None
 
 
-def test_numprobe_reads_msprobe_grad_probe_run(tmp_path, cli):
-    """msprobe's GradientMonitor and numprobe's grad_probe record the same training (both hooks are
-    optimizer pre-step hooks): the files agree (norm to float32 rounding), and grad-compare reads
-    msprobe's run against numprobe's as identical."""
-    _, GradientMonitor = msprobe_grad_probe()
-    if int(torch.__version__.split(".")[0]) < 2:
-        pytest.skip("msprobe's GradientMonitor hooks optimizers only on torch >= 2")
-    monitors = []
+def record_both(tmp_path, name, level="L2", bounds=(-1, 0, 1), **kw):
+    """One training recorded by numprobe (tmp_path/np_{name}) and by msprobe 8.3.3
+    (tmp_path/ms_{name}), from the same gradients."""
+    grads = []
+    train(tmp_path / f"np_{name}", level, grads=grads, extra={"bounds": list(bounds)}, **kw)
+    npz = tmp_path / f"grads_{name}.npz"
+    np.savez(npz, **{f"{s}/{n}": g.numpy() for s, step in enumerate(grads) for n, g in step.items()})
+    msprobe_legacy.run("grad-monitor", tmp_path / f"ms_{name}", npz, level, json.dumps(list(bounds)))
+    return tmp_path / f"np_{name}", tmp_path / f"ms_{name}"
 
-    def msprobe_monitor(model):
-        common = types.SimpleNamespace(rank=[], step=[], dump_path=str(tmp_path / "ms"))
-        task = types.SimpleNamespace(grad_level="L2", param_list=[], bounds=[-1, 0, 1])
-        gm = GradientMonitor(common, task)
-        gm.monitor(model)
-        monitors.append(gm)
 
-    try:
-        train(tmp_path / "np", "L2", before_monitor=msprobe_monitor)
-    finally:
-        for gm in monitors:  # its global hook cannot be removed: select no later step
-            gm._target_step = [-1]
-    for s in range(STEPS):
-        ms = read_summary(tmp_path / "ms" / "rank0" / f"grad_summary_{s}.csv")
-        ours = read_summary(tmp_path / "np" / "rank0" / f"grad_summary_{s}.csv")
-        assert ms[0] == ours[0]
-        norm = ms[0].index("norm")
+def assert_same_files(ms_run, np_run, steps):
+    """msprobe's and numprobe's files of one training: the same summaries (max, min and norm to
+    float32 rounding: each side prints its own float32 reduction) and identical direction files."""
+    for s in range(steps):
+        ms = read_summary(ms_run / "rank0" / f"grad_summary_{s}.csv")
+        ours = read_summary(np_run / "rank0" / f"grad_summary_{s}.csv")
+        assert ms[0] == ours[0], (s, ms[0], ours[0])
+        assert [r[0] for r in ms[1:]] == [r[0] for r in ours[1:]], s
         for a, b in zip(ms[1:], ours[1:]):
-            assert a[:norm] + a[norm + 1:] == b[:norm] + b[norm + 1:]
-            assert math.isclose(float(a[norm]), float(b[norm]), rel_tol=1e-6)
-        for f in (tmp_path / "ms" / "rank0" / f"step{s}").iterdir():
-            assert np.array_equal(np.load(f), np.load(tmp_path / "np" / "rank0" / f"step{s}" / f.name))
-    _, r = compare(cli, tmp_path / "ms", tmp_path / "np", tmp_path / "out")
-    assert r["first_disagreement"] is None and r["gaps"] == []
-    assert r["ranks"][0]["steps"] == list(range(STEPS))
+            for col, x, y in zip(ms[0], a, b):
+                if col in ("max", "min", "norm"):
+                    assert math.isclose(float(x), float(y), rel_tol=1e-6), (s, a[0], col, x, y)
+                else:
+                    assert x == y, (s, a[0], col, x, y)
+        ms_dir, np_dir = ms_run / "rank0" / f"step{s}", np_run / "rank0" / f"step{s}"
+        if ms_dir.exists() or np_dir.exists():
+            assert sorted(p.name for p in ms_dir.iterdir()) == sorted(p.name for p in np_dir.iterdir())
+            for f in ms_dir.iterdir():
+                a, b = np.load(f), np.load(np_dir / f.name)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (s, f.name)
+
+
+@pytest.mark.parametrize("level", ["L0", "L1", "L2"])
+def test_msprobe_and_numprobe_write_the_same_files(tmp_path, level):
+    np_run, ms_run = record_both(tmp_path, "a", level, bounds=(-0.01, 0, 0.01))
+    assert_same_files(ms_run, np_run, STEPS)
+
+
+def test_both_compares_read_both_writers_and_agree(tmp_path, cli):
+    """Two trainings that part at step 2 (new data), each recorded by both tools; msprobe's compare
+    and numprobe's grad-compare read numprobe's runs, msprobe's runs, and one of each: the same
+    similarities, and numprobe's first disagreement is where msprobe's rule puts it."""
+    k = 2
+    np_a, ms_a = record_both(tmp_path, "a")
+    np_b, ms_b = record_both(tmp_path, "b", data_change_at=k)
+    results = {}
+    for pair, (a, b) in {"np": (np_a, np_b), "ms": (ms_a, ms_b), "mixed": (ms_a, np_b)}.items():
+        msprobe_legacy.run("grad-compare", a, b, tmp_path / f"msprobe_{pair}")
+        _, r = compare(cli, a, b, tmp_path / f"numprobe_{pair}")
+        ms, ms_head = similarities(tmp_path / f"msprobe_{pair}" / "rank0" / "similarities.csv")
+        ours, our_head = similarities(tmp_path / f"numprobe_{pair}" / "rank0" / "similarities.csv")
+        assert ms_head == our_head, pair
+        assert ms.keys() == ours.keys(), pair
+        for n in ms:
+            assert ms[n] == pytest.approx(ours[n], abs=1e-12), (pair, n, ms[n], ours[n])
+        first = r["first_disagreement"]
+        flagged = msprobe_first(ms)
+        assert flagged is not None and first is not None, (pair, ms, first)
+        assert first["step"] == flagged[0] == k, (pair, first, flagged)
+        assert {first["parameter"], *first["also_at_step"]} == flagged[1], (pair, first, flagged)
+        assert first["similarity"] == pytest.approx(ms[first["parameter"]][k], abs=1e-12)
+        results[pair] = (ms, first)
+    assert results["np"] == results["ms"] == results["mixed"]
+    # one training seen by both writers: both compares find it identical
+    for a, b, out in [(ms_a, np_a, "same")]:
+        msprobe_legacy.run("grad-compare", a, b, tmp_path / f"msprobe_{out}")
+        _, r = compare(cli, a, b, tmp_path / f"numprobe_{out}")
+        ms, _ = similarities(tmp_path / f"msprobe_{out}" / "rank0" / "similarities.csv")
+        assert all(v == 1.0 for vs in ms.values() for v in vs), ms
+        assert r["first_disagreement"] is None and r["gaps"] == []

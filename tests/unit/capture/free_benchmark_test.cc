@@ -112,28 +112,45 @@ TEST(FreeBenchmarkConfig, CaptureSessionRefusesTheTask) {
 
 TEST(FreeBenchmarkCompare, RatioIsOneForEqualOutputs) {
   std::vector<double> a = {1, -2, 3e-9, 0};
-  EXPECT_EQ(perturbation_ratio(a.data(), a.data(), a.size(), 1e-4), 1.0);
-  EXPECT_EQ(perturbation_ratio(static_cast<const double*>(nullptr), nullptr, 0, 1e-4), 1.0);
+  EXPECT_EQ(perturbation_ratio(a.data(), a.data(), a.size(), 1e-4).ratio, 1.0);
+  EXPECT_FALSE(perturbation_ratio(a.data(), a.data(), a.size(), 1e-4).sign_flipped);
+  EXPECT_EQ(perturbation_ratio(static_cast<const double*>(nullptr), nullptr, 0, 1e-4).ratio, 1.0);
 }
 
 TEST(FreeBenchmarkCompare, RatioIsTheLargestRelativeMove) {
   std::vector<double> o = {1.0, 10.0, 5e-5}, p = {1.0, 10.5, 9e-5};
-  double r = perturbation_ratio(o.data(), p.data(), o.size(), 1e-4);
-  EXPECT_NEAR(r, 10.5 / (10.0 + 1e-4), 1e-12);
+  double r = perturbation_ratio(o.data(), p.data(), o.size(), 1e-4).ratio;
+  EXPECT_DOUBLE_EQ(r, 10.5 / 10.0);
   // either direction gives the same ratio
-  EXPECT_NEAR(perturbation_ratio(p.data(), o.data(), o.size(), 1e-4), r, 1e-12);
-  // values below abs_tol on both sides do not count, however far apart relatively
-  std::vector<double> so = {1e-6}, sp = {9e-5};
-  EXPECT_EQ(perturbation_ratio(so.data(), sp.data(), 1, 1e-4), 1.0);
+  EXPECT_DOUBLE_EQ(perturbation_ratio(p.data(), o.data(), o.size(), 1e-4).ratio, r);
+  // values below abs_tol count as abs_tol: on both sides they do not count, however far apart
+  // relatively; on one side the other is measured against abs_tol
+  std::vector<double> so = {1e-6}, sp = {9e-5}, sq = {3e-4};
+  EXPECT_EQ(perturbation_ratio(so.data(), sp.data(), 1, 1e-4).ratio, 1.0);
+  EXPECT_DOUBLE_EQ(perturbation_ratio(so.data(), sq.data(), 1, 1e-4).ratio, 3e-4 / 1e-4);
+}
+
+TEST(FreeBenchmarkCompare, SignFlipsBeyondTheToleranceAreFlagged) {
+  std::vector<double> o = {1.0, 5e-3, -2.0}, p = {1.0, -5e-3, -2.0};
+  EXPECT_FALSE(perturbation_ratio(o.data(), p.data(), 3, 0.01).sign_flipped);  // 2.5e-5 < tol^2
+  EXPECT_TRUE(perturbation_ratio(o.data(), p.data(), 3, 1e-3).sign_flipped);
+  // past the 16-lane blocks, in float, with a tolerance whose square is below float's range
+  std::vector<float> of(40, 1.0f), pf(40, 1.0f);
+  pf[37] = -1.0f;
+  EXPECT_TRUE(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-30).sign_flipped);
+  pf[37] = 1.0f, pf[5] = -1.0f;
+  EXPECT_TRUE(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-30).sign_flipped);
 }
 
 TEST(FreeBenchmarkCompare, NonFinitePairsAreSkipped) {
-  std::vector<double> o = {NAN, 1.0, INFINITY}, p = {1.0, 2.0, 1.0};
-  EXPECT_NEAR(perturbation_ratio(o.data(), p.data(), 3, 1e-4), 2.0 / (1.0 + 1e-4), 1e-12);
+  std::vector<double> o = {NAN, 1.0, INFINITY}, p = {-1.0, 2.0, -1.0};
+  EXPECT_DOUBLE_EQ(perturbation_ratio(o.data(), p.data(), 3, 1e-4).ratio, 2.0);
+  EXPECT_FALSE(perturbation_ratio(o.data(), p.data(), 3, 1e-4).sign_flipped);
   // past the 16-lane blocks too, in float
   std::vector<float> of(40, 1.0f), pf(40, 1.0f);
   of[3] = NAN, pf[20] = INFINITY, of[37] = 3.0f;
-  EXPECT_NEAR(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-4), 3.0 / (1.0 + 1e-4), 1e-6);
+  EXPECT_FLOAT_EQ(
+      static_cast<float>(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-4).ratio), 3.0f);
 }
 
 TEST(FreeBenchmarkCompare, BenchmarkErrors) {
@@ -154,7 +171,7 @@ TEST(FreeBenchmarkCompare, BenchmarkErrors) {
 TEST(FreeBenchmarkCompare, FloatAndDoubleAgree) {
   std::vector<double> o = {1.0, 10.0, 5e-5, -3.0}, p = {1.0, 10.5, 9e-5, -2.0};
   std::vector<float> of(o.begin(), o.end()), pf(p.begin(), p.end());
-  EXPECT_NEAR(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-4),
-              perturbation_ratio(o.data(), p.data(), o.size(), 1e-4), 1e-6);
-  EXPECT_NEAR(perturbation_ratio(o.data(), p.data(), o.size(), 1e-4), 3.0 / (2.0 + 1e-4), 1e-12);
+  EXPECT_NEAR(perturbation_ratio(of.data(), pf.data(), of.size(), 1e-4).ratio,
+              perturbation_ratio(o.data(), p.data(), o.size(), 1e-4).ratio, 1e-6);
+  EXPECT_DOUBLE_EQ(perturbation_ratio(o.data(), p.data(), o.size(), 1e-4).ratio, 3.0 / 2.0);
 }
