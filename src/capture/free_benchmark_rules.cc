@@ -74,7 +74,11 @@ std::string free_benchmark_csv_line(const FreeBenchmarkRow& r) {
   csv_append_cell(line, r.stage);
   csv_append_cell(line, std::to_string(r.step));
   csv_append_cell(line, r.api_name);
-  if (r.max_rel) base::append_py_float(num, *r.max_rel);
+  if (r.symbol_flipping) {
+    num = "symbol_flipping";
+  } else if (r.max_rel) {
+    base::append_py_float(num, *r.max_rel);
+  }
   csv_append_cell(line, num);
   csv_append_cell(line, r.dtype);
   csv_append_cell(line, r.shape);

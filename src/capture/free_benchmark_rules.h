@@ -36,10 +36,11 @@ struct FreeBenchmarkRow {
   std::string pert_mode;
   std::string stage;  // "forward" or "backward"
   int64_t step = 0;
-  std::string api_name;                 // the entry: "Aten.sub.Tensor.0.forward"
-  std::optional<double> max_rel;        // empty when not comparable
-  std::string dtype;                    // as torch prints it: "torch.float32"
-  std::string shape;                    // as torch prints it: "torch.Size([4, 8])"
+  std::string api_name;           // the entry: "Aten.sub.Tensor.0.forward"
+  std::optional<double> max_rel;  // empty when not comparable
+  bool symbol_flipping = false;   // a sign flip: the max_rel cell names the rule, as msprobe's
+  std::string dtype;              // as torch prints it: "torch.float32"
+  std::string shape;              // as torch prints it: "torch.Size([4, 8])"
   std::optional<int64_t> output_index;  // empty for an API with one output
 };
 inline constexpr const char* kFreeBenchmarkCsvName = "free_benchmark.csv";

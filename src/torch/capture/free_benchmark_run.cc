@@ -274,7 +274,7 @@ void compare_outputs(TorchFreeBenchmark& fb, const Context& ctx, const at::Recor
     const auto n = static_cast<size_t>(a.numel());
     const DType out_type = to_dtype(o.scalar_type());
     double deviation;
-    bool consistent;
+    bool consistent, flipped = false;
     if (to_cpu) {
       const BenchmarkErrors e = benchmark_errors(a.data_ptr<double>(), b.data_ptr<double>(), n,
                                                  kFreeBenchmarkCpuSmallValue);
@@ -285,18 +285,19 @@ void compare_outputs(TorchFreeBenchmark& fb, const Context& ctx, const at::Recor
       deviation = std::max(e.max_rel, e.max_abs_small);
     } else {
       const double tol = free_benchmark_abs_tol(to_dtype(p.scalar_type()));
-      const double ratio =
+      const PerturbationRatio r =
           wide ? perturbation_ratio(a.data_ptr<double>(), b.data_ptr<double>(), n, tol)
                : perturbation_ratio(a.data_ptr<float>(), b.data_ptr<float>(), n, tol);
-      deviation = ratio - 1;
-      if (fb.preheating(ctx.api_type, ratio)) continue;
+      deviation = r.ratio - 1;
+      if (fb.preheating(ctx.api_type, r.ratio)) continue;
       const double th = std::max(free_benchmark_threshold(out_type, no_change),
                                  fb.preheat_threshold(ctx.api_type));
-      consistent = 1.0 / th <= ratio && ratio <= th;
+      flipped = r.sign_flipped;
+      consistent = !flipped && 1.0 / th <= r.ratio && r.ratio <= th;
     }
     const bool single = outputs.size() == 1;
     if (!consistent)
-      fb.report(ctx.entry, deviation, torch_dtype_name(o.scalar_type()), shape_text(o),
+      fb.report(ctx.entry, deviation, flipped, torch_dtype_name(o.scalar_type()), shape_text(o),
                 single ? std::nullopt : std::optional<int64_t>(i));
   }
 }
@@ -417,7 +418,7 @@ double TorchFreeBenchmark::preheat_threshold(const std::string& api_type) const 
   return it == preheat_ratio_.end() ? 1.0 : it->second;
 }
 
-void TorchFreeBenchmark::report(const std::string& entry, double deviation,
+void TorchFreeBenchmark::report(const std::string& entry, double deviation, bool symbol_flipping,
                                 const std::string& dtype, const std::string& shape,
                                 std::optional<int64_t> output_index) {
   FreeBenchmarkRow row;
@@ -427,6 +428,7 @@ void TorchFreeBenchmark::report(const std::string& entry, double deviation,
   row.step = step_;
   row.api_name = entry;
   row.max_rel = deviation;
+  row.symbol_flipping = symbol_flipping;
   row.dtype = dtype;
   row.shape = shape;
   row.output_index = output_index;

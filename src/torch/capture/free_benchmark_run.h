@@ -46,8 +46,10 @@ class TorchFreeBenchmark {
   // "<api_type>.<n>.forward".
   bool sample(const std::string& api_type, std::string& entry);
   // Appends the row of an output beyond its threshold (deviation: ratio - 1, or to_cpu's error).
-  void report(const std::string& entry, double deviation, const std::string& dtype,
-              const std::string& shape, std::optional<int64_t> output_index);
+  // A sign flip beyond the tolerance is reported as msprobe's "symbol_flipping".
+  void report(const std::string& entry, double deviation, bool symbol_flipping,
+              const std::string& dtype, const std::string& shape,
+              std::optional<int64_t> output_index);
   // The preheat rule: while preheating, remembers the ratio and returns true (no judgement).
   bool preheating(const std::string& api_type, double ratio);
   double preheat_threshold(const std::string& api_type) const;

@@ -48,6 +48,10 @@ TEST(FreeBenchmarkRules, CsvLineAsPythonWritesIt) {
   r.shape = "torch.Size([])";
   EXPECT_EQ(free_benchmark_csv_line(r),
             "0,bit_noise,forward,3,Aten.sub.Tensor.0.forward,,torch.float32,torch.Size([]),1\r\n");
+  r.symbol_flipping = true;
+  EXPECT_EQ(free_benchmark_csv_line(r),
+            "0,bit_noise,forward,3,Aten.sub.Tensor.0.forward,symbol_flipping,torch.float32,"
+            "torch.Size([]),1\r\n");
 }
 
 TEST(FreeBenchmarkRules, AppendWritesTheHeaderOnce) {
