@@ -309,3 +309,29 @@ def test_graph_mode_is_refused(tmp_path, monkeypatch):
             mon.set_monitor(net, nn.Adam(net.trainable_params(), 1e-3))
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "int8", "uint8",
+                                   "bool"])
+def test_engine_summaries_of_every_buffer_type(tmp_path, dtype):
+    """The binding's summaries against numpy's (float64): zeros is the share of |x| < eps (a
+    bool's false elements), nans and infs are counts."""
+    from numprobe import _engine
+    cfg = write_config(tmp_path / "mon.json", ops=ALL_OPS, eps=0.01)
+    collector = _engine.MonitorCollector(cfg.read_text(), str(cfg), str(tmp_path / "out"), 0)
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal(1000) * 3).astype(dtype)
+    if dtype.startswith("float"):
+        a[:7] = 0.001
+        a[7], a[8] = np.nan, np.inf
+    s = collector.summary(a)
+    x = a.astype(np.float64)
+    finite = x[np.isfinite(x)]
+    assert s["nans"] == np.isnan(x).sum() and s["infs"] == np.isinf(x).sum()
+    assert s["zeros"] == pytest.approx(np.mean(np.abs(x) < (0.5 if dtype == "bool" else 0.01)))
+    assert s["min"] == finite.min() and (s["max"] == x[~np.isnan(x)].max())
+    if not dtype.startswith("float"):
+        assert s["norm"] == pytest.approx(np.sqrt(np.sum(x * x)), rel=1e-12)
+        assert s["mean"] == pytest.approx(x.mean(), rel=1e-12)
+    assert math.isnan(collector.summary(None)["norm"])
+    collector.close()
