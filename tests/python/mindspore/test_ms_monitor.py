@@ -335,3 +335,28 @@ def test_engine_summaries_of_every_buffer_type(tmp_path, dtype):
         assert s["mean"] == pytest.approx(x.mean(), rel=1e-12)
     assert math.isnan(collector.summary(None)["norm"])
     collector.close()
+
+
+def test_dynamic_on_starts_at_the_next_step(tmp_path, monkeypatch):
+    """DYNAMIC_MONITOR=True: nothing until the file says dynamic_on; then collect_times steps
+    from the next one, and dynamic_on written back to false (the torch TrainerMon's schedule)."""
+    cfg = write_config(tmp_path / "mon.json", wg_distribution=True, ops=["norm"], collect_times=2,
+                       dynamic_on=False)
+    monkeypatch.setenv("DYNAMIC_MONITOR", "True")
+    monkeypatch.setenv("MONITOR_OUTPUT_DIR", str(tmp_path / "out"))
+    import numprobe
+    net, x, y = ms_models.make()
+    opt = nn.Adam(net.trainable_params(), 1e-3)
+    mon = numprobe.TrainerMon(str(cfg))
+    mon.set_monitor(net, opt)
+    grad_fn = ms.value_and_grad(net, None, opt.parameters)
+    for step in range(6):
+        if step == 2:
+            write_config(cfg, wg_distribution=True, ops=["norm"], collect_times=2, dynamic_on=True)
+            os.utime(cfg, (1, 1))  # a new mtime, whatever the clock's resolution
+        opt(grad_fn(x, y)[1])
+    # changed during step 2 (read when it ends): collected from step 3, twice
+    run = run_dir(tmp_path / "out")
+    assert sorted(p.name for p in run.glob("grad_reduced_*.csv")) == [
+        "grad_reduced_3-3.csv", "grad_reduced_4-4.csv"]
+    assert json.loads(cfg.read_text())["dynamic_on"] is False
