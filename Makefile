@@ -175,6 +175,7 @@ demo-mindspore: build build-mindspore
 bench-mindspore: build-mindspore
 	PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python bench/ms_capture_bench.py
 	PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python bench/ms_graph_l2_bench.py
+	PYTHONPATH=$(CURDIR)/build-mindspore/python .venv/mindspore/bin/python bench/ms_monitor_bench.py
 
 # Does compare name the op where two training runs part? Faults and noise-only pairs on three real
 # models (bench/diagnosis/README.md); captures are cached in build/bench_diagnosis.

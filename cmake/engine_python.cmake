@@ -18,7 +18,7 @@ set_target_properties(numprobe_engine_python PROPERTIES
   OUTPUT_NAME _engine
   LIBRARY_OUTPUT_DIRECTORY ${NUMPROBE_PYTHON_OUTPUT_DIR})
 target_include_directories(numprobe_engine_python PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/python/engine_src)
-target_link_libraries(numprobe_engine_python PRIVATE numprobe_convert numprobe_acc_check numprobe_capture numprobe_format numprobe_core numprobe_base)
+target_link_libraries(numprobe_engine_python PRIVATE numprobe_convert numprobe_monitor numprobe_acc_check numprobe_capture numprobe_format numprobe_core numprobe_base)
 target_compile_options(numprobe_engine_python PRIVATE ${NUMPROBE_WARNINGS})
 include(${CMAKE_SOURCE_DIR}/cmake/python_package_links.cmake)
 numprobe_link_python_package()

@@ -18,6 +18,7 @@
 #include "capture/capture_session.h"
 #include "convert_binding.h"
 #include "dump_readers.h"
+#include "monitor_binding.h"
 #include "numprobe/error.h"
 #include "py_entry.h"
 
@@ -155,6 +156,7 @@ PYBIND11_MODULE(_engine, m) {
   numprobe::pyengine::register_dump_readers(m);
   numprobe::pyengine::register_acc_check(m);
   numprobe::pyengine::add_convert_binding(m);
+  numprobe::pyengine::add_monitor_binding(m);
 
   m.def(
       "check_config",

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -79,6 +80,14 @@ WorkerPool* stats_pool() {
   return pool;
 }
 
+StatsOptions engine_stats_options() {
+  StatsOptions opt;
+  opt.threads = 0;
+  opt.pool = stats_pool();
+  opt.parallel_threshold = size_t{1} << 20;
+  return opt;
+}
+
 std::string child_stem(const LeafPlan& plan, const std::string& stem, std::string_view part) {
   if (!plan.names_files) return std::string();
   std::string s = stem;
@@ -87,7 +96,52 @@ std::string child_stem(const LeafPlan& plan, const std::string& stem, std::strin
   return s;
 }
 
+template <typename T, typename Decode>
+double count_near_zero(const void* data, size_t n, double eps, Decode decode) {
+  const T* x = static_cast<const T*>(data);
+  uint64_t c = 0;
+  for (size_t i = 0; i < n; ++i) c += std::fabs(static_cast<double>(decode(x[i]))) < eps;
+  return static_cast<double>(c);
+}
+
+double near_zero_count(const void* data, size_t n, DType dt, double eps) {
+  auto same = [](auto v) { return v; };
+  switch (dt) {
+    case DType::kF32:
+      return count_near_zero<float>(data, n, eps, same);
+    case DType::kF64:
+      return count_near_zero<double>(data, n, eps, same);
+    case DType::kF16:
+      return count_near_zero<uint16_t>(data, n, eps, half_to_float);
+    case DType::kBool:
+      return count_near_zero<uint8_t>(data, n, 0.5, same);  // false elements
+    case DType::kI8:
+      return count_near_zero<int8_t>(data, n, eps, same);
+    case DType::kU8:
+      return count_near_zero<uint8_t>(data, n, eps, same);
+    case DType::kI16:
+      return count_near_zero<int16_t>(data, n, eps, same);
+    case DType::kI32:
+      return count_near_zero<int32_t>(data, n, eps, same);
+    case DType::kI64:
+      return count_near_zero<int64_t>(data, n, eps, same);
+    default:
+      return std::nan("");
+  }
+}
+
 }  // namespace
+
+bool buffer_stats(PyObject* array, TensorStats& stats, double eps, double* near_zero) {
+  Buffer buf(array);
+  const Py_buffer& v = buf.view();
+  const DType dt = dtype_of_format(v.format, v.itemsize);
+  const size_t n = v.itemsize > 0 ? static_cast<size_t>(v.len / v.itemsize) : 0;
+  if (n == 0 || dt == DType::kUnknown) return false;
+  stats = compute_stats(v.buf, n, dt, engine_stats_options());
+  if (near_zero) *near_zero = near_zero_count(v.buf, n, dt, eps);
+  return true;
+}
 
 void fill_leaf_from_buffer(PyObject* array, const LeafPlan& plan, capture::TensorLeaf& leaf,
                            const std::string& save_as) {
@@ -108,11 +162,7 @@ void fill_leaf_from_buffer(PyObject* array, const LeafPlan& plan, capture::Tenso
     leaf.data_name = save_as;
   }
   if (plan.md5 || !plan.stats) return;
-  StatsOptions opt;
-  opt.threads = 0;
-  opt.pool = stats_pool();
-  opt.parallel_threshold = size_t{1} << 20;
-  leaf.stats = compute_stats(v.buf, n, dt, opt);
+  leaf.stats = compute_stats(v.buf, n, dt, engine_stats_options());
   leaf.has_stats = true;
   leaf.bool_stats = dt == DType::kBool;
 }

@@ -11,6 +11,7 @@
 
 #include "capture/capture_record.h"
 #include "capture/capture_session.h"
+#include "core/stats.h"
 
 namespace numprobe::pyengine {
 
@@ -44,5 +45,10 @@ void add_value(const TensorAdapter& ad, const LeafPlan& plan, capture::EntryReco
 // A buffer's values as one leaf (exposed for the front's tests: the statistics of an array).
 void fill_leaf_from_buffer(PyObject* array, const LeafPlan& plan, capture::TensorLeaf& leaf,
                            const std::string& save_as);
+
+// The engine's statistics of a buffer's values (the monitor's summaries): false when it is empty
+// or of a type without statistics. With near_zero, also the count of elements with |x| < eps
+// (msprobe monitor's "zeros"; a bool's false elements), a second pass over the buffer.
+bool buffer_stats(PyObject* array, TensorStats& stats, double eps, double* near_zero);
 
 }  // namespace numprobe::pyengine

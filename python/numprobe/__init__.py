@@ -18,7 +18,7 @@ from .config_check import ConfigChecker
 __all__ = ["PrecisionDebugger", "seed_all", "ConfigChecker", "TrainerMon"]
 __version__ = "0.1.0"
 
-_LAZY = {"PrecisionDebugger": ".frontend", "seed_all": ".frontend", "TrainerMon": ".monitor",
+_LAZY = {"PrecisionDebugger": ".frontend", "seed_all": ".frontend", "TrainerMon": ".frontend",
          "_C": "._C", "_engine": "._engine"}
 
 

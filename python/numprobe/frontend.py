@@ -1,4 +1,5 @@
-"""``numprobe.PrecisionDebugger`` and ``numprobe.seed_all`` for either framework.
+"""``numprobe.PrecisionDebugger``, ``numprobe.TrainerMon`` and ``numprobe.seed_all`` for either
+framework.
 
 The torch capture (numprobe.debugger, over ``_C`` and libtorch) and the MindSpore capture
 (numprobe.mindspore, over the torch-free ``_engine``) are separate; this picks one per call, so a
@@ -35,9 +36,10 @@ def _implementation(framework=None, model=None):
 
 
 class _Dispatching(type):
+    """isinstance(x, numprobe.<Name>) is true for either framework's class of that name, among
+    the modules loaded (cls._modules)."""
     def __instancecheck__(cls, obj):
-        classes = [m.PrecisionDebugger for m in (sys.modules.get("numprobe.debugger"),
-                                                 sys.modules.get("numprobe.mindspore.debugger"))
+        classes = [getattr(m, cls.__name__) for m in map(sys.modules.get, cls._modules)
                    if m is not None]
         return any(isinstance(obj, c) for c in classes)
 
@@ -46,9 +48,25 @@ class PrecisionDebugger(metaclass=_Dispatching):
     """msprobe's ``PrecisionDebugger(config_path, task, dump_path, level, step, model)``: an
     instance of numprobe.debugger.PrecisionDebugger (torch) or of
     numprobe.mindspore.PrecisionDebugger (MindSpore, PyNative), chosen as the module says."""
+    _modules = ("numprobe.debugger", "numprobe.mindspore.debugger")
 
     def __new__(cls, *args, framework=None, **kwargs):
         return _implementation(framework, kwargs.get("model")).PrecisionDebugger(*args, **kwargs)
+
+
+class TrainerMon(metaclass=_Dispatching):
+    """msprobe's ``TrainerMon(config_file_path, process_group=None, params_have_main_grad=True)``:
+    an instance of numprobe.monitor.TrainerMon (torch) or of numprobe.mindspore.TrainerMon
+    (MindSpore Cells, PyNative), chosen as the module says (the model comes later, at
+    set_monitor)."""
+    _modules = ("numprobe.monitor.trainer_mon", "numprobe.mindspore.trainer_mon")
+
+    def __new__(cls, *args, framework=None, **kwargs):
+        if _mindspore_wanted(framework):
+            from .mindspore.trainer_mon import TrainerMon as implementation
+        else:
+            from .monitor.trainer_mon import TrainerMon as implementation
+        return implementation(*args, **kwargs)
 
 
 def seed_all(seed=1234, mode=False, rm_dropout=False, framework=None):

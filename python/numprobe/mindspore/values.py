@@ -19,14 +19,22 @@ except ImportError:
 _WIDEN = {ms.bfloat16: ms.float32}
 
 
+def host_array(t):
+    """t's values as a C-contiguous numpy array (bfloat16 widened to float32, complex as
+    magnitudes): what the engine reads. A copy only where MindSpore's asnumpy makes one."""
+    dtype = t.dtype
+    src = t.astype(_WIDEN[dtype]) if dtype in _WIDEN else t
+    arr = np.ascontiguousarray(np.asarray(src.asnumpy()))
+    if np.iscomplexobj(arr):  # summarised by magnitudes, as msprobe
+        arr = np.abs(arr)
+    return arr
+
+
 def to_numpy(t):
     dtype = t.dtype
     shape = tuple(int(d) for d in t.shape)
     try:
-        src = t.astype(_WIDEN[dtype]) if dtype in _WIDEN else t
-        arr = np.ascontiguousarray(np.asarray(src.asnumpy()))
-        if np.iscomplexobj(arr):  # summarised by magnitudes, as msprobe
-            arr = np.abs(arr)
+        arr = host_array(t)
     except Exception:  # a tensor whose values cannot be read here: no statistics, still a leaf
         arr = None
     requires_grad = bool(getattr(t, "requires_grad", False)) if isinstance(t, ms.Parameter) else False

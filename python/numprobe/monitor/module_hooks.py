@@ -12,6 +12,7 @@ import torch
 
 from .groups import G
 from .names import chunk_prefix, slot_names, squash_param_name
+from .schedule import target_module_name
 
 log = logging.getLogger("numprobe.monitor")
 
@@ -123,17 +124,7 @@ class ModuleHooks:
 
     # ---- which modules -------------------------------------------------------------------
     def _target_name(self, module_name, prefix):
-        c = self.mon.config
-        squashed = prefix + squash_param_name(module_name, c["squash_name"])
-        if c["all_xy"] or c["print_struct"] or not c["targets"]:
-            return squashed
-        for candidate in (squashed, prefix + module_name):
-            if candidate in c["targets"]:
-                return candidate
-        # A target without the "<vpp>:" prefix names the module in every chunk (msprobe).
-        if module_name in c["targets"]:
-            return squashed
-        return ""
+        return target_module_name(module_name, prefix, self.mon.config, squash_param_name)
 
     def install(self):
         c = self.mon.config

@@ -1,12 +1,13 @@
 """msprobe's monitor names: squashed parameter names and row names (docs/monitor.md, "Outputs")."""
-from .groups import _C
-
 NAME_SEP = ":"
 
 
 def squash_param_name(name, enable=True):
     """msprobe's squash: keep what follows the first recognised container (layers., embedding...).
-    The table is the engine's (src/monitor/param_name.cc), which the libtorch TrainerMon uses too."""
+    The table is the engine's (src/monitor/param_name.cc), which the libtorch TrainerMon uses too.
+    (The MindSpore TrainerMon calls numprobe._engine's copy: this module imports no binding until
+    used, so it loads without torch.)"""
+    from .groups import _C
     return _C.monitor_squash_name(name, enable)
 
 

@@ -5,21 +5,17 @@ per-parameter gradient-accumulation hooks, and a wrapper around ``optimizer.step
 goes to the C++ collector, which summarises it in one pass and writes the step's rows when the
 optimizer step ends (msprobe's step_final_hook).
 """
-import json
 import logging
-import os
-import tempfile
 import types
 
 import torch
 
 from . import collectives, module_hooks
 from .groups import G, _C
-from .names import chunk_prefix, squash_param_name
+from .names import squash_param_name
+from .schedule import MonitorSchedule, check_set_monitor_args, target_params
 
 log = logging.getLogger("numprobe.monitor")
-
-MAX_KEPT_ANOMALIES = 10000
 
 
 def _rank():
@@ -27,16 +23,7 @@ def _rank():
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
-def _read_config(path):
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise _C.NumprobeError(f"{path}: cannot read the monitor config: {e.strerror}") from None
-    return text, json.loads(_C.monitor_config_json(text, str(path)))
-
-
-class TrainerMon:
+class TrainerMon(MonitorSchedule):
     """msprobe's ``TrainerMon(config_file_path, process_group=None, params_have_main_grad=True,
     opt_ty=None)``. ``opt_ty`` is accepted for scripts written for msprobe and not needed: any
     torch optimizer is read through its ``state`` (``exp_avg``, ``exp_avg_sq`` where it keeps
@@ -45,33 +32,15 @@ class TrainerMon:
 
     def __init__(self, config_file_path, process_group=None, params_have_main_grad=True,
                  opt_ty=None):
-        self.config_file_path = str(config_file_path)
-        self.process_group = process_group
-        self.params_have_main_grad = params_have_main_grad
-        self.opt_ty = opt_ty
-        self._config_text, self.config = _read_config(self.config_file_path)
-        self.rank = _rank()
-        self.output_base = os.environ.get("MONITOR_OUTPUT_DIR", "./monitor_output")
-        self.dynamic_enable = os.getenv("DYNAMIC_MONITOR", "False").lower() == "true"
-        self._config_mtime = 0.0  # dynamic mode: the first check reads the file
-        self.collector = None
+        self._init_schedule(_C, _rank(), config_file_path, process_group,
+                            params_have_main_grad, opt_ty)
         self.model = []
         self.optimizer = None
         self.micro_batch_number = 1
-        self.step = 0  # the optimizer's step count (msprobe's OptimizerContext.step)
-        self.start_step = self.config["start_step"]
-        self.collected = 0
-        self.monitoring = False
-        self.anomalies = []  # the first MAX_KEPT_ANOMALIES anomalies reported (dicts)
-        self.anomaly_count = 0  # all of them
         self._handles = []
-        self._module_hooks = None
         self._cc = None
         self._param_names = {}  # param -> row name ("0:fc1.weight")
         self._grad_accs = []
-        self._last_rows = []
-        if not self.dynamic_enable and self.config["collect_times"] > 0:
-            self.monitoring = True
 
     # ---- msprobe's API -------------------------------------------------------------------
     def set_monitor(self, model, grad_acc_steps=1, optimizer=None, dp_group=None, tp_group=None,
@@ -85,12 +54,7 @@ class TrainerMon:
         if optimizer is None or not _is_optimizer(optimizer):
             raise TypeError("numprobe TrainerMon.set_monitor: optimizer is required (its step() "
                             "ends a monitored training step)")
-        if not isinstance(grad_acc_steps, int) or grad_acc_steps < 1:
-            raise ValueError(f"numprobe TrainerMon.set_monitor: grad_acc_steps must be a positive "
-                             f"int, got {grad_acc_steps!r}")
-        if not isinstance(start_iteration, int) or start_iteration < 0:
-            raise ValueError(f"numprobe TrainerMon.set_monitor: start_iteration must be an int >= "
-                             f"0, got {start_iteration!r}")
+        check_set_monitor_args(grad_acc_steps, start_iteration)
         if self.optimizer is not None:  # set_monitor again: the old hooks and wrapper go first
             self._stop()
             _unwrap_step(self.optimizer)
@@ -112,22 +76,9 @@ class TrainerMon:
             grad = self._grad_of(param)
             if grad is not None:
                 reduced[self._tag(name, "post_grad")] = self._summary_ops(grad)
-        unreduced = {self._tag(r["name"], "acc_grad"): r["ops"] for r in self._last_rows
-                     if r["group"] == "grad_unreduced"}
-        return reduced, unreduced
-
-    def generate_xy_metrics(self):
-        """Activation and activation-gradient metrics of the last written step: (actv, actv_grad),
-        each {tag: {op: value}}."""
-        def of(group, task):
-            return {self._tag(r["name"], task): r["ops"] for r in self._last_rows
-                    if r["group"] == group}
-        return of("actv", "actv"), of("actv_grad", "actv_grad")
+        return reduced, self._rows_of("grad_unreduced", "acc_grad")
 
     # ---- state ---------------------------------------------------------------------------
-    def _tag(self, name, task):
-        return f"{name}/rank{self.rank}/{task}"
-
     def _summary_ops(self, tensor):
         summary = _C.monitor_tensor_summary(tensor, float(self.config["eps"]))
         return {op: summary[op] for op in self.config["ops"]}
@@ -138,21 +89,6 @@ class TrainerMon:
             if main is not None:
                 return main
         return param.grad
-
-    def collecting(self, step=None):
-        """Whether ``step`` (default: the current one) is written: the schedule of the config
-        (start_step, step_interval, collect_times)."""
-        step = self.step if step is None else step
-        c = self.config
-        if not self.monitoring or step < self.start_step:
-            return False
-        if (step - self.start_step) % c["step_interval"]:
-            return False
-        return self.collected < c["collect_times"]
-
-    def _rank_monitored(self):
-        ranks = self.config["module_ranks"]
-        return not ranks or self.rank in ranks
 
     def _start(self):
         """Creates the writer and the hooks (at set_monitor, or when dynamic mode turns on)."""
@@ -186,25 +122,8 @@ class TrainerMon:
             self._cc = None
 
     def _register_params(self):
-        """msprobe's _register_chunk: every trainable parameter a target names (all when targets
-        is empty), named "<vpp>:<squashed name>" unless two squash to the same name."""
-        self._param_names = {}
-        targets = list(self.config["targets"].keys()) or [""]
-        squash = self.config["squash_name"]
-        taken = set()
-        for vpp, chunk in enumerate(self.model):
-            prefix = chunk_prefix(vpp)
-            for pname, param in chunk.named_parameters():
-                if not param.requires_grad:
-                    continue
-                squashed = prefix + squash_param_name(pname, squash)
-                full = prefix + pname
-                if not any(pname.startswith(t) or squashed.startswith(t) or full.startswith(t)
-                           for t in targets):
-                    continue
-                name = full if squashed in taken else squashed
-                taken.add(name)
-                self._param_names[param] = name
+        self._param_names = dict(target_params((chunk.named_parameters() for chunk in self.model),
+                                               self.config, squash_param_name))
 
     def _hook_weight_grads(self):
         """Unreduced weight gradients: a post-hook on each parameter's AccumulateGrad node (the
@@ -320,68 +239,6 @@ class TrainerMon:
                 self.collector.add_many(G["param_updated"], list(self._param_names.values()),
                                         list(self._param_names))
 
-    def _end_step(self):
-        """msprobe's step_final_hook: write the step, count it, stop after collect_times."""
-        if self.collecting() and self.collector is not None:
-            found = self.collector.finish_step(self.step)
-            self._last_rows = self.collector.last_rows()
-            # After a divergence every row of every step may be one: the list keeps the first
-            # MAX_KEPT_ANOMALIES (anomaly.json and the counts keep the rest).
-            self.anomaly_count += len(found)
-            self.anomalies.extend(found[:max(0, MAX_KEPT_ANOMALIES - len(self.anomalies))])
-            for a in found[:5]:
-                log.warning("numprobe monitor: %s", a["message"])
-            if len(found) > 5:
-                log.warning("numprobe monitor: ... and %d more anomalies at step %d (anomaly.json)",
-                            len(found) - 5, self.step)
-            if self._module_hooks is not None:
-                self._module_hooks.after_written()
-            self.collected += 1
-            if self.collected >= self.config["collect_times"]:
-                self._stop()
-                self.monitoring = False
-                if self.dynamic_enable:
-                    if self.rank == _lowest_rank(self.config["module_ranks"]):
-                        _switch_dynamic_off(self.config_file_path)
-                    try:  # our own write is not a new config
-                        self._config_mtime = os.path.getmtime(self.config_file_path)
-                    except OSError:
-                        pass
-        elif self.collector is not None and self.collector.pending_rows():
-            self.collector.discard_step()
-        self.step += 1
-        if self.dynamic_enable:
-            self._dynamic_reload()
-
-    def _dynamic_reload(self):
-        """DYNAMIC_MONITOR=True: the config is read again when the file changed; dynamic_on
-        starts monitoring at the next step (whatever start_step says)."""
-        try:
-            mtime = os.path.getmtime(self.config_file_path)
-        except OSError as e:
-            log.error("numprobe monitor: cannot stat %s: %s", self.config_file_path, e)
-            return
-        if mtime == self._config_mtime:
-            return
-        self._config_mtime = mtime
-        try:
-            text, config = _read_config(self.config_file_path)
-        except (ValueError, _C.NumprobeError) as e:
-            log.error("numprobe monitor: config not updated: %s", e)
-            return
-        if not config["dynamic_on"]:
-            return
-        self._stop()
-        if self.collector is not None:
-            self.collector.close()
-            self.collector = None
-        self._config_text, self.config = text, config
-        self.start_step = self.step
-        self.collected = 0
-        self.monitoring = config["collect_times"] > 0
-        if self.monitoring:
-            self._start()
-
 
 def _group_of(process_group, rank):
     """msprobe's pp_stage (this rank's rank in process_group) and group_mates (its ranks) for the
@@ -397,11 +254,6 @@ def _group_of(process_group, rank):
     return (mates.index(rank) if rank in mates else 0), mates
 
 
-def _lowest_rank(module_ranks):
-    """The rank that rewrites the config when dynamic mode ends (one writer for all ranks)."""
-    return min(module_ranks) if module_ranks else 0
-
-
 def _unwrap_step(optimizer):
     """Restores optimizer.step where numprobe wrapped it."""
     # a bound method reads its function's attributes
@@ -413,18 +265,3 @@ def _unwrap_step(optimizer):
 def _is_optimizer(obj):
     return isinstance(obj, torch.optim.Optimizer) or (
         hasattr(obj, "step") and hasattr(obj, "param_groups") and hasattr(obj, "state"))
-
-
-def _switch_dynamic_off(path):
-    """msprobe resets dynamic_on once collect_times steps are written, so the next change of
-    the file starts a new collection."""
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            config = json.load(f)
-        config["dynamic_on"] = False
-        fd, tmp = tempfile.mkstemp(prefix=".numprobe-", dir=os.path.dirname(os.path.abspath(path)))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2)
-        os.replace(tmp, path)
-    except (OSError, ValueError) as e:
-        log.error("numprobe monitor: cannot reset dynamic_on in %s: %s", path, e)

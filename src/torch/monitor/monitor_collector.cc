@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "monitor/step_rows.h"
 #include "torch/device_stats.h"
 #include "torch/stats_cache.h"
 #include "torch/tensor_leaf.h"
@@ -21,31 +22,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The groups in the order msprobe writes a step's files (step_final_hook).
-constexpr MetricGroup kWriteOrder[] = {
-    MetricGroup::kActv,        MetricGroup::kActvGrad,     MetricGroup::kGradUnreduced,
-    MetricGroup::kGradReduced, MetricGroup::kExpAvg,       MetricGroup::kExpAvgSq,
-    MetricGroup::kParamOrigin, MetricGroup::kParamUpdated, MetricGroup::kOther};
-
-monitor::TensorSummary all_nan() {
-  monitor::TensorSummary s;
-  s.min = s.max = s.mean = s.norm = s.zeros = s.nans = s.infs = kNaN;
-  return s;
-}
-
-// The ops of one tensor from its statistics; zeros is the share of |x| < eps (nan when not asked).
-monitor::TensorSummary summary_of(const TensorStats& st, double zeros) {
-  monitor::TensorSummary s;
-  s.min = st.min;
-  s.max = st.max;
-  s.mean = st.mean();
-  s.norm = st.norm();
-  s.nans = static_cast<double>(st.nan_count);
-  s.infs = static_cast<double>(st.pos_inf_count + st.neg_inf_count);
-  s.zeros = zeros;
-  return s;
-}
-
 // Elements with |x| < eps (x real: complex tensors arrive as magnitudes). Bool has no abs: its
 // zeros are its false elements. Stays on x's device.
 at::Tensor near_zero_count(const at::Tensor& x, double eps) {
@@ -56,13 +32,13 @@ at::Tensor near_zero_count(const at::Tensor& x, double eps) {
 }  // namespace
 
 monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
-  if (!t.defined() || t.numel() == 0) return all_nan();
+  if (!t.defined() || t.numel() == 0) return monitor::nan_summary();
   c10::AutoGradMode no_grad(false);
   const at::Tensor d = t.detach();
   TensorLeaf leaf;
   fill_tensor_leaf(d, LeafRequest(), leaf);
   leaf.resolve_stats();
-  if (!leaf.has_stats) return all_nan();
+  if (!leaf.has_stats) return monitor::nan_summary();
   const at::Tensor x = d.is_complex() ? d.abs() : d;
   double zeros = kNaN;
   try {
@@ -70,7 +46,7 @@ monitor::TensorSummary summarise_now(const at::Tensor& t, double eps) {
   } catch (const c10::Error&) {
     // a dtype without the ops: zeros stays nan
   }
-  return summary_of(leaf.stats, zeros);
+  return monitor::stats_summary(leaf.stats, zeros);
 }
 
 struct MonitorCollector::Pending {
@@ -163,12 +139,7 @@ void MonitorCollector::add_value(MetricGroup group, const std::string& name, dou
   p.group = group;
   p.row.name = name;
   p.row.call_id = static_cast<int64_t>(rows_.size());
-  auto& s = p.row.summary;
-  s.min = s.max = s.mean = value;
-  s.norm = std::fabs(value);
-  s.zeros = std::fabs(value) < config_.eps ? 1.0 : 0.0;
-  s.nans = std::isnan(value) ? 1 : 0;
-  s.infs = std::isinf(value) ? 1 : 0;
+  p.row.summary = monitor::scalar_summary(value, config_.eps);
   p.given = true;
   rows_.push_back(std::move(p));
 }
@@ -190,7 +161,6 @@ std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
   device_.clear();
 
   last_rows_.clear();
-  std::vector<std::vector<monitor::MetricRow>> by_group(std::size(kWriteOrder));
   for (auto& p : rows_) {
     if (p.slot >= 0) {
       const double* v = host[p.slot].data_ptr<double>();
@@ -199,22 +169,18 @@ std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
       if (want_zeros_) p.near_zero = v[8];
     }
     if (p.has_stats) {
-      p.row.summary =
-          summary_of(p.stats, want_zeros_ ? p.near_zero / static_cast<double>(p.count) : kNaN);
+      p.row.summary = monitor::stats_summary(
+          p.stats, want_zeros_ ? p.near_zero / static_cast<double>(p.count) : kNaN);
     } else if (!p.given) {
-      p.row.summary = all_nan();  // undefined or empty tensor: msprobe writes nan
+      p.row.summary = monitor::nan_summary();  // undefined or empty tensor: msprobe writes nan
       p.row.no_tensor = true;
     }
-    last_rows_.emplace_back(p.group, p.row);
-    for (size_t g = 0; g < std::size(kWriteOrder); ++g)
-      if (kWriteOrder[g] == p.group) by_group[g].push_back(std::move(p.row));
+    last_rows_.emplace_back(p.group, std::move(p.row));
   }
   rows_.clear();
-  for (size_t g = 0; g < std::size(kWriteOrder); ++g)
-    if (!by_group[g].empty()) sink_->write(kWriteOrder[g], step, by_group[g]);
   // Tensors freed during the step may give their addresses to new ones: the cache forgets them.
   next_stats_generation();
-  return sink_->end_step(step);
+  return monitor::write_step_rows(*sink_, step, last_rows_);
 }
 
 void MonitorCollector::forget_cached_stats() {
