@@ -30,16 +30,11 @@ sys.path.insert(0, os.environ.get("NUMPROBE_PYTHONPATH") or
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import torch  # noqa: E402
 
+from train_timing import option, step, timed  # noqa: E402
+
 import numprobe  # noqa: E402
 
 torch.set_num_threads(1)
-
-
-def option(name, default):
-    for a in sys.argv[1:]:
-        if a.startswith(f"--{name}="):
-            return a.split("=", 1)[1]
-    return default
 
 
 def build(regime):
@@ -56,22 +51,6 @@ def build(regime):
                                     torch.nn.Linear(256, 64))
         x = torch.randn(64, 64)
     return model, torch.optim.Adam(model.parameters(), lr=1e-4), x
-
-
-def step(model, opt, x):
-    opt.zero_grad()
-    model(x).float().pow(2).mean().backward()
-    opt.step()
-
-
-def timed(model, opt, x, n):
-    times = []
-    cpu = time.process_time()
-    for _ in range(n):
-        t = time.perf_counter()
-        step(model, opt, x)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), (time.process_time() - cpu) / n, min(times)
 
 
 def main():

@@ -18,13 +18,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.environ.get("NUMPROBE_PYTHONPATH") or
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import torch  # noqa: E402
+
+from train_timing import option, step, timed  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -35,13 +36,6 @@ CONFIGS = {
     "weights+xy": dict(targets={}, wg_distribution=True, mv_distribution=True,
                        param_distribution=True, xy_distribution=True, all_xy=True, ops=OPS),
 }
-
-
-def option(name, default):
-    for a in sys.argv[1:]:
-        if a.startswith(f"--{name}="):
-            return a.split("=", 1)[1]
-    return default
 
 
 class PerOp(torch.nn.Module):
@@ -65,21 +59,6 @@ def build(regime):
     return model, torch.optim.Adam(model.parameters(), lr=1e-4), x
 
 
-def step(model, opt, x):
-    opt.zero_grad()
-    model(x).float().pow(2).mean().backward()
-    opt.step()
-
-
-def timed(model, opt, x, n):
-    """(median wall time of a step, process CPU time per step: every thread of the process)."""
-    times = []
-    cpu = time.process_time()
-    for _ in range(n):
-        t = time.perf_counter()
-        step(model, opt, x)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), (time.process_time() - cpu) / n
 
 
 def make_monitor(kind, config, model, opt, out):
@@ -107,8 +86,8 @@ def measure(kind, regime, config_name, rounds, steps):
             timed(*m, 2)  # warm-up: allocator, Adam state, first files
         ratios, cpu_ratios, plain_t, watched_t = [], [], [], []
         for _ in range(rounds):
-            a, a_cpu = timed(*plain, steps)
-            b, b_cpu = timed(*watched, steps)
+            a, a_cpu, _ = timed(*plain, steps)
+            b, b_cpu, _ = timed(*watched, steps)
             plain_t.append(a)
             watched_t.append(b)
             ratios.append(b / a)
