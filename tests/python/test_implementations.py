@@ -26,10 +26,10 @@ def capture(tmp_path, case, variant, fault=""):
     return out
 
 
-def compare(target, golden, out):
+def compare(target, golden, out, *options):
     """summary.json's pairs of `numprobe compare`, by step."""
-    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out),
+                        *options], capture_output=True, text=True, timeout=300)
     assert p.returncode in (0, 1), p.stderr
     return {pair["step"]: pair for pair in json.loads((out / "summary.json").read_text())["pairs"]}
 
@@ -54,6 +54,29 @@ def test_handwritten_against_another_rmsnorm(tmp_path):
     faulty = compare(capture(tmp_path, "rmsnorm", "onecall", "mlp_scale"), golden, tmp_path / "fault")[0]
     assert faulty["first_divergence"], "the fault was not seen"
     assert faulty["first_divergence"]["module"] == "Module.1.fc2.Linear.forward.0", first(faulty)
+
+
+def test_a_diverging_implementation_is_the_first_divergence(tmp_path):
+    """A LayerNorm written out in calls layer_norm does not make, against one layer_norm call: with
+    its eps wrong, the module's results differ beyond noise. Under a layer mapping (-lm) none of its
+    calls pairs with the other run's, so walking them one by one names nothing; the module judged
+    as a whole is then the first divergence, named at the call that made the differing tensor."""
+    golden = capture(tmp_path, "rmsnorm", "functional")
+    target = capture(tmp_path, "rmsnorm", "handwritten_ln")
+    faulty = capture(tmp_path, "rmsnorm", "handwritten_ln", "norm_eps")
+    for options in ((), ("-lm",)):
+        clean = compare(target, golden, tmp_path / f"clean{len(options)}", *options)[0]
+        assert clean["first_divergence"] is None, (options, first(clean))
+        verdicts = [d["verdict"] for d in clean["implementations"] if ".norm.LayerNorm." in d["module"]]
+        assert len(verdicts) >= 2 and set(verdicts) == {"agrees"}, clean["implementations"]
+    pair = compare(faulty, golden, tmp_path / "fault", "-lm")[0]
+    module = "Module.1.norm.LayerNorm.forward.0"
+    (norm,) = [d for d in pair["implementations"] if d["module"] == module]
+    assert norm["verdict"] == "diverges" and norm["output_discrepancy"] > norm["tolerance"] > 0, norm
+    fd = pair["first_divergence"]
+    assert fd, "the diverging LayerNorm was not named"
+    assert fd["module"] == module and fd["reason"] == "outputs_diverge", first(pair)
+    assert fd["entry"].startswith("Tensor.") and fd["output_discrepancy"] == norm["output_discrepancy"]
 
 
 def test_foreach_against_plain_adam(tmp_path):
