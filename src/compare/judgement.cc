@@ -32,6 +32,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kMaxSuspects = 5;
+// After a step that agreed bit for bit, an optimizer given the same gradients computes the same
+// update up to its own rounding: a fused or multi-tensor kernel (Adam's fused=True) orders the
+// update's arithmetic otherwise, a few ulps of the update, so p - u lands one ulp of p off on the
+// few elements where that crosses a rounding boundary (about |du| / ulp(p) of them). The extremes
+// then differ by at most one ulp of the magnitude, the sums by a few ulps of how far the step moved
+// the parameter (row_discrepancy's scale). A changed lr, beta, eps or weight decay changes the
+// update by far more than its ulps.
+constexpr double kUpdateRoundingUlps = 4.0;
 
 // Rows [begin, end) of p.rows that belong to one entry: a target entry (with its golden-only rows
 // following it), or an entry only the golden has.
@@ -518,6 +526,15 @@ struct Judge {
       add(std::move(f), groups[it->second], &p.rows[b.row], b.position, regime);
   }
 
+  // A parameter after a step that agreed bit for bit differing only as another rounding of the
+  // same update would (kUpdateRoundingUlps); needs the previous step's golden to size the update.
+  bool update_rounding(const CompareRow& t, const CompareRow& g) {
+    const double update = moved(g), ulp = dtype_epsilon(t.element_type);
+    if (!(update > 0) || !std::isfinite(update)) return false;
+    const RowDiscrepancy parts = row_discrepancy_parts(t, g);
+    return parts.extremes <= ulp && parts.sums <= kUpdateRoundingUlps * ulp * update;
+  }
+
   void add_one_sided(const OneSided& o) {
     FirstDivergence f;
     f.reason = "structure_differs";
@@ -837,7 +854,8 @@ struct Judge {
       // activations picked up since: a filter scaled by 1e-3 is a finding after noise too.
       const bool weight = param && (t.state == RowState::kParameters || running_statistic(t) ||
                                     (forward && !first_argument(t)));
-      // After a step that agreed bit for bit the weights are the same bits: no rounding.
+      // After a step that agreed bit for bit the weights are the same bits, up to another
+      // rounding of the same update (update_rounding: a fused optimizer).
       const bool same_start = after_bitwise_step;
       const bool initial =
           !same_start && ((bitwise && param) || (weight && carried == 0 && !previous));
@@ -854,6 +872,7 @@ struct Judge {
         beyond = parts.extremes > floor ||
                  parts.sums > std::max(dtype_epsilon(t.element_type), parts.summation);
       }
+      if (same_start && param && beyond && !md5) beyond = !update_rounding(t, gr);
       if (bitwise && !md5 && !beyond) note_noise(Regime::kReductionOrder);
       // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
       if (beyond && (bitwise || !md5)) {

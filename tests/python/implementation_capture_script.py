@@ -10,7 +10,7 @@ Cases and variants:
   written out in calls layer_norm does not make;
 - optim plain|foreach|fused: an MLP trained two steps with Adam, forward and backward dumped, the
   optimizer step between the dumps (torch 1.13 has no fused CPU Adam: `fused` there means foreach);
-  fault `lr`: a learning rate 1 % higher.
+  fault `lr`: a learning rate 1 % higher; `eps`: Adam's eps 1e-6 instead of 1e-8.
 faults: llama `mlp_weight`: one row of layer 1's MLP down projection loaded x (1 + 1e-3); rmsnorm
 `mlp_scale`: block 1's fc2 output scaled by (1 + 1e-3) in a forward hook (one extra call); rmsnorm
 `norm_eps`: block 1's norm with eps 1e-2 (inside the module written otherwise).
@@ -125,7 +125,7 @@ def run_optim(variant, dump, fault):
     else:
         kw["foreach"] = False
     lr = 1e-2 * (1 + 1e-2) if fault == "lr" else 1e-2
-    opt = torch.optim.Adam(model.parameters(), lr=lr, **kw)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, eps=1e-6 if fault == "eps" else 1e-8, **kw)
     x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 4, (8,), generator=torch.Generator().manual_seed(2))
     dbg = numprobe.PrecisionDebugger(dump_path=dump, level="mix")
