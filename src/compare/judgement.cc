@@ -23,6 +23,7 @@
 #include "compare/implementation.h"
 #include "compare/judgement.h"
 #include "compare/noise.h"
+#include "compare/optimizer_step.h"
 #include "format/entry_name.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/tensor_metrics.h"
@@ -1130,9 +1131,19 @@ struct Judge {
 
 double carried_discrepancy(const PairResult& p) {
   double worst = 0;
-  for (const RowResult& r : p.rows) {
+  std::vector<bool> step;  // an optimizer step only one run records: judged at the next step
+  bool step_known = false;
+  for (size_t i = 0; i < p.rows.size(); ++i) {
+    const RowResult& r = p.rows[i];
     if (r.excused) continue;
-    if (r.pair.target < 0 || r.pair.golden < 0) return kInf;
+    if (r.pair.target < 0 || r.pair.golden < 0) {
+      if (!step_known) {
+        step = unrecorded_optimizer_step(p);
+        step_known = true;
+      }
+      if (i < step.size() && step[i]) continue;
+      return kInf;
+    }
     const CompareRow& t = p.target_rows[r.pair.target];
     const CompareRow& g = p.golden_rows[r.pair.golden];
     if (p.mode == CompareMode::kMd5) {

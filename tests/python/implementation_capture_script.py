@@ -10,6 +10,7 @@ Cases and variants:
   written out in calls layer_norm does not make;
 - optim plain|foreach|fused: an MLP trained two steps with Adam, forward and backward dumped, the
   optimizer step between the dumps (torch 1.13 has no fused CPU Adam: `fused` there means foreach);
+  `<variant>_inside` dumps the optimizer step too (outside every module, after the backward);
   fault `lr`: a learning rate 1 % higher; `eps`: Adam's eps 1e-6 instead of 1e-8.
 faults: llama `mlp_weight`: one row of layer 1's MLP down projection loaded x (1 + 1e-3); rmsnorm
 `mlp_scale`: block 1's fc2 output scaled by (1 + 1e-3) in a forward hook (one extra call); rmsnorm
@@ -114,6 +115,9 @@ def run(case, variant, dump, fault=""):
 
 
 def run_optim(variant, dump, fault):
+    # `<variant>_inside`: the optimizer step inside the dumped span (stop() after step()).
+    inside = variant.endswith("_inside")
+    variant = variant.removesuffix("_inside")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     kw = {}
@@ -132,9 +136,12 @@ def run_optim(variant, dump, fault):
     for _ in range(2):
         dbg.start(model)
         torch.nn.functional.cross_entropy(model(x), y).backward()
-        dbg.stop()
+        if not inside:
+            dbg.stop()
         opt.step()
         opt.zero_grad()
+        if inside:
+            dbg.stop()
         dbg.step()
     dbg.close()
 

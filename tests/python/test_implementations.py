@@ -98,6 +98,25 @@ def test_foreach_or_fused_against_plain_adam(tmp_path, variant):
         assert fd["entry"].startswith("Functional.linear."), (fault, fd)
 
 
+@pytest.mark.parametrize("variant", ["foreach", "fused"])
+def test_an_optimizer_step_only_one_run_records(tmp_path, variant):
+    """The optimizer step inside the dump: plain Adam's per-parameter calls are dumped (outside
+    every module, after the backward), a foreach or fused Adam's kernels leave nothing. Those rows
+    have no partner by construction: the pair is still `compared` (not mostly unmatched), with no
+    divergence, and a learning rate 1 % off is named at the next step's parameters."""
+    golden = capture(tmp_path, "optim", "plain_inside")
+    clean = compare(capture(tmp_path, "optim", f"{variant}_inside"), golden, tmp_path / "clean")
+    assert sorted(clean) == [0, 1]
+    for step, pair in clean.items():
+        assert pair["unmatched_optimizer_step"] == pair["unmatched_golden"] > 0, (step, pair)
+        assert pair["coverage"] == "compared", (step, pair["coverage"])
+        assert pair["first_divergence"] is None, (step, first(pair))
+    faulty = compare(capture(tmp_path, "optim", f"{variant}_inside", "lr"), golden, tmp_path / "lr")
+    assert faulty[0]["first_divergence"] is None and faulty[0]["coverage"] == "compared"
+    fd = faulty[1]["first_divergence"]
+    assert fd and fd["reason"] == "parameters_differ" and fd["entry"].startswith("Functional.linear."), fd
+
+
 def test_llama_eager_against_sdpa_attention(tmp_path):
     live("transformers")
     golden = capture(tmp_path, "llama", "eager")
