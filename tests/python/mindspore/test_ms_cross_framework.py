@@ -132,6 +132,11 @@ def test_layer_mapping_names_the_diverging_layer_norm(twin, cli):
     out, _ = twin
     clean, _ = compare(cli, out, "ms_clean", "lm_clean", ("-lm",))
     assert clean["first_divergence"] is None, clean["first_divergence"]
+    # The attention cells call PyTorch's APIs under MindSpore names (Mint.transpose for
+    # Torch.transpose): compared under -am's names, that is no other implementation; the
+    # LayerNorm cells (casts and a primitive against one functional call) are.
+    modules = {d["module"] for d in clean["implementations"]}
+    assert modules and all(".LayerNorm." in m for m in modules), sorted(modules)
     pair, _ = compare(cli, out, "ms_ln_eps", "lm_ln_eps", ("-lm",))
     cell = f"Cell.blocks.{C.FAULTY_BLOCK}.ln2.LayerNorm.forward.0"
     (norm,) = [d for d in pair["implementations"] if d["module"] == cell]
