@@ -66,10 +66,12 @@ struct ImplementationDiffers {
   std::string golden_module;  // its golden partner
   std::vector<std::string> target_calls, golden_calls;  // its direct API calls, counters dropped
   // The results differ beyond the noise the module's inputs explain: its calls are then judged
-  // one by one, as any other entries.
+  // one by one, as any other entries, and the module is a suspect itself when they name nothing
+  // at or before where its results differed (at the call that made the differing tensor).
   bool diverges = false;
-  double output_discrepancy = 0;  // the worst result seen (relative, noise.h)
-  double tolerance = 0;           // the floor it was held against
+  // The worst result seen (relative, noise.h); for a module that diverges, the one that broke it.
+  double output_discrepancy = 0;
+  double tolerance = 0;  // the floor it was held against
 };
 
 struct PairResult {

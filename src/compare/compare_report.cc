@@ -4,6 +4,7 @@
 #include "base/csv.h"
 #include "base/file_util.h"
 #include "base/json_writer.h"
+#include "compare/optimizer_step.h"
 #include "compare/summary_writer.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/shard.h"
@@ -374,6 +375,8 @@ void write_pair_summary(base::JsonWriter& w, const PairResult& p) {
   count("error", p.error);
   count("unmatched_target", p.unmatched_target);
   count("unmatched_golden", p.unmatched_golden);
+  if (const size_t step = unrecorded_optimizer_step_rows(p); step > 0)
+    count("unmatched_optimizer_step", step);  // of the unmatched rows (optimizer_step.h)
   w.key("coverage");
   w.string_value(coverage_name(pair_coverage(p)));
   w.key("regime");

@@ -5,6 +5,7 @@
 
 #include "compare/pair_scope.h"
 #include "format/entry_name.h"
+#include "numprobe/compare/mapping.h"
 
 namespace numprobe {
 namespace {
@@ -65,6 +66,16 @@ uint64_t float_dtypes(const std::vector<CompareRow>& rows, const std::vector<uin
   return bits;
 }
 
+// A MindSpore call as the PyTorch API -am's built-in table names it (Mint.transpose ->
+// Torch.transpose, Tensor.astype -> Tensor.to), so that a MindSpore module calling the PyTorch
+// module's APIs under their MindSpore names is not taken for another implementation.
+std::string as_torch_call(const std::string& key) {
+  const size_t dir = key.rfind('.');
+  if (dir == std::string::npos) return key;
+  const std::string pt = builtin_pt_api(std::string_view(key).substr(0, dir));
+  return pt.empty() ? key : pt + key.substr(dir);
+}
+
 }  // namespace
 
 std::vector<ImplementationRegion> implementation_regions(const PairResult& p) {
@@ -82,6 +93,10 @@ std::vector<ImplementationRegion> implementation_regions(const PairResult& p) {
     if (gs[i] >= 0 && !parse_entry_name(gd.entry_name(i)).is_module) g_calls[gs[i]].push_back(i);
   const std::vector<uint32_t> tf = first_rows(p.target_rows, td.entries.size());
   const std::vector<uint32_t> gf = first_rows(p.golden_rows, gd.entries.size());
+  const bool ms_target =
+      td.framework() == Framework::kMindSpore && gd.framework() != Framework::kMindSpore;
+  const bool ms_golden =
+      gd.framework() == Framework::kMindSpore && td.framework() != Framework::kMindSpore;
   for (uint32_t m = 0; m < p.entries.golden_of.size() && m < td.entries.size(); ++m) {
     const int64_t g = p.entries.golden_of[m];
     if (g < 0 || !parse_entry_name(td.entry_name(m)).is_module) continue;
@@ -92,7 +107,11 @@ std::vector<ImplementationRegion> implementation_regions(const PairResult& p) {
     if (auto it = g_calls.find(g); it != g_calls.end()) r.golden_entries = it->second;
     for (uint32_t e : r.target_entries) r.target_calls.push_back(op_key(td.entry_name(e)));
     for (uint32_t e : r.golden_entries) r.golden_calls.push_back(op_key(gd.entry_name(e)));
-    if (r.target_calls == r.golden_calls) {
+    // Across frameworks the calls are compared under PyTorch's names (reported as dumped).
+    std::vector<std::string> tc = r.target_calls, gc = r.golden_calls;
+    if (ms_target) std::transform(tc.begin(), tc.end(), tc.begin(), as_torch_call);
+    if (ms_golden) std::transform(gc.begin(), gc.end(), gc.begin(), as_torch_call);
+    if (tc == gc) {
       // The same calls: a module whose calls take their arguments in another order (`w * y`
       // against `y * w`: the gradients come out in another order) is another implementation;
       // other arguments (a bias left out) are a finding of the call.
@@ -106,11 +125,11 @@ std::vector<ImplementationRegion> implementation_regions(const PairResult& p) {
         (a == b ? reordered : other_arguments) = true;
       }
       if (!reordered || other_arguments) continue;
-    } else if (one_call_swapped(r.target_calls, r.golden_calls)) {
+    } else if (one_call_swapped(tc, gc)) {
       // One call for another in the same sequence (another activation): a change of that call,
       // judged as one, where its arguments and outputs name it.
       continue;
-    } else if (!replaced(r.target_calls, r.golden_calls)) {
+    } else if (!replaced(tc, gc)) {
       // Calls only added or left out (a dropout left active, a residual add dropped, casts, a
       // mask one attention needs): judged call by call, where a structure finding names them.
       continue;

@@ -23,6 +23,7 @@
 #include "compare/implementation.h"
 #include "compare/judgement.h"
 #include "compare/noise.h"
+#include "compare/optimizer_step.h"
 #include "format/entry_name.h"
 #include "numprobe/compare.h"
 #include "numprobe/compare/tensor_metrics.h"
@@ -32,6 +33,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr size_t kMaxSuspects = 5;
+// After a step that agreed bit for bit, an optimizer given the same gradients computes the same
+// update up to its own rounding: a fused or multi-tensor kernel (Adam's fused=True) orders the
+// update's arithmetic otherwise, a few ulps of the update, so p - u lands one ulp of p off on the
+// few elements where that crosses a rounding boundary (about |du| / ulp(p) of them). The extremes
+// then differ by at most one ulp of the magnitude, the sums by a few ulps of how far the step moved
+// the parameter (row_discrepancy's scale). A changed lr, beta, eps or weight decay changes the
+// update by far more than its ulps.
+constexpr double kUpdateRoundingUlps = 4.0;
 
 // Rows [begin, end) of p.rows that belong to one entry: a target entry (with its golden-only rows
 // following it), or an entry only the golden has.
@@ -317,6 +326,14 @@ struct Judge {
   // The tensors their calls made (by tensor_key), on each side.
   std::unordered_map<std::string, size_t> region_target_outputs, region_golden_outputs;
   int64_t dissolve = -1;  // a region whose results differ beyond noise: walk its calls one by one
+  // Where that region's results were seen to differ: the walk position, the row (into p.rows) and
+  // its target tensor, how far and against what, and the drift the region's inputs carried.
+  struct Break {
+    size_t position = 0, row = 0;
+    std::string target_key;
+    double d = 0, tolerance = 0, entering = 0;
+  };
+  Break broke;
 
   void set_regions(const std::vector<const ImplementationRegion*>& live) {
     for (const ImplementationRegion* r : live) {
@@ -474,6 +491,49 @@ struct Judge {
     auto it = previous_rows.find(g.name);
     if (it == previous_rows.end() || it->second->kind != RowKind::kTensor) return 0;
     return row_discrepancy(g, *it->second);
+  }
+
+  // A module judged as a whole whose results differed beyond noise (b), and nothing named at or
+  // before where that was seen once its calls were walked one by one: its calls pair with nothing
+  // (a layer mapping pairs modules, not a primitive with the functional doing its work; across
+  // frameworks) or each agreed with its partner. The module is the divergence, named at the call
+  // of the target run that made the differing tensor where one did (its construct.json parent
+  // names the module), else at the module entry. `groups`, `target_group`: the pair's entries.
+  void add_region(const ImplementationRegion& r, const Break& b,
+                  const std::vector<EntryRows>& groups,
+                  const std::unordered_map<uint32_t, size_t>& target_group) {
+    for (size_t at : suspect_positions)
+      if (at <= b.position) return;
+    FirstDivergence f;
+    f.reason = "outputs_diverge";
+    f.input_discrepancy = b.entering;
+    f.output_discrepancy = b.d;
+    f.tolerance = b.tolerance;
+    const double margin = b.tolerance > 0 ? b.d / b.tolerance : kInf;
+    f.score = std::isfinite(margin) ? 0.5 + 0.5 * std::min(1.0, std::log10(margin) / 3) : 0.9;
+    for (uint32_t e : r.target_entries) {
+      auto it = target_group.find(e);
+      if (it == target_group.end()) continue;
+      const EntryRows& g = groups[it->second];
+      for (size_t i = g.begin; i < g.end; ++i) {
+        const RowPair& rp = p.rows[i].pair;
+        if (rp.target < 0) continue;
+        const CompareRow& row = p.target_rows[rp.target];
+        if (row.kind == RowKind::kTensor && !is_input(row) && tensor_key(row) == b.target_key)
+          return add(std::move(f), g, &p.rows[i], b.position, regime);
+      }
+    }
+    if (auto it = target_group.find(r.module); it != target_group.end())
+      add(std::move(f), groups[it->second], &p.rows[b.row], b.position, regime);
+  }
+
+  // A parameter after a step that agreed bit for bit differing only as another rounding of the
+  // same update would (kUpdateRoundingUlps); needs the previous step's golden to size the update.
+  bool update_rounding(const CompareRow& t, const CompareRow& g) {
+    const double update = moved(g), ulp = dtype_epsilon(t.element_type);
+    if (!(update > 0) || !std::isfinite(update)) return false;
+    const RowDiscrepancy parts = row_discrepancy_parts(t, g);
+    return parts.extremes <= ulp && parts.sums <= kUpdateRoundingUlps * ulp * update;
   }
 
   void add_one_sided(const OneSided& o) {
@@ -683,7 +743,12 @@ struct Judge {
           reg.worst = d;
           reg.tolerance = tol;
         }
-        if (d > tol && dissolve < 0) dissolve = k;
+        if (d > tol && dissolve < 0) {
+          dissolve = k;
+          broke = {position,      static_cast<size_t>(&r - p.rows.data()),
+                   tensor_key(t), d,
+                   tol,           std::max(reg.entering, 0.0)};
+        }
         if (d > 0) {
           any_difference = true;
           note_noise(Regime::kReductionOrder);
@@ -790,7 +855,8 @@ struct Judge {
       // activations picked up since: a filter scaled by 1e-3 is a finding after noise too.
       const bool weight = param && (t.state == RowState::kParameters || running_statistic(t) ||
                                     (forward && !first_argument(t)));
-      // After a step that agreed bit for bit the weights are the same bits: no rounding.
+      // After a step that agreed bit for bit the weights are the same bits, up to another
+      // rounding of the same update (update_rounding: a fused optimizer).
       const bool same_start = after_bitwise_step;
       const bool initial =
           !same_start && ((bitwise && param) || (weight && carried == 0 && !previous));
@@ -807,6 +873,7 @@ struct Judge {
         beyond = parts.extremes > floor ||
                  parts.sums > std::max(dtype_epsilon(t.element_type), parts.summation);
       }
+      if (same_start && param && beyond && !md5) beyond = !update_rounding(t, gr);
       if (bitwise && !md5 && !beyond) note_noise(Regime::kReductionOrder);
       // Bits cannot say how far: once the runs differ, md5 mode only traces producers.
       if (beyond && (bitwise || !md5)) {
@@ -1064,9 +1131,19 @@ struct Judge {
 
 double carried_discrepancy(const PairResult& p) {
   double worst = 0;
-  for (const RowResult& r : p.rows) {
+  std::vector<bool> step;  // an optimizer step only one run records: judged at the next step
+  bool step_known = false;
+  for (size_t i = 0; i < p.rows.size(); ++i) {
+    const RowResult& r = p.rows[i];
     if (r.excused) continue;
-    if (r.pair.target < 0 || r.pair.golden < 0) return kInf;
+    if (r.pair.target < 0 || r.pair.golden < 0) {
+      if (!step_known) {
+        step = unrecorded_optimizer_step(p);
+        step_known = true;
+      }
+      if (i < step.size() && step[i]) continue;
+      return kInf;
+    }
     const CompareRow& t = p.target_rows[r.pair.target];
     const CompareRow& g = p.golden_rows[r.pair.golden];
     if (p.mode == CompareMode::kMd5) {
@@ -1163,7 +1240,11 @@ void judge_divergence(PairResult& p, double carried, const PairResult* previous,
   const std::vector<ImplementationRegion> found = implementation_regions(p);
   std::vector<bool> dissolved(found.size(), false);
   std::vector<double> worst(found.size(), 0), floor(found.size(), 0);
+  std::vector<Judge::Break> breaks(found.size());
   const std::vector<EntryRows> groups = entry_groups(p);
+  std::unordered_map<uint32_t, size_t> target_group;  // target entry -> its group
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (!groups[i].golden_only) target_group.emplace(groups[i].entry, i);
   // Golden entries with at least one paired row: the others exist in the golden run only.
   std::unordered_set<uint32_t> golden_paired, target_paired;
   for (const RowResult& r : p.rows) {
@@ -1228,9 +1309,15 @@ void judge_divergence(PairResult& p, double carried, const PairResult* previous,
       if (j.dissolve >= 0) break;
     }
     if (j.dissolve >= 0) {
-      dissolved[live_index[static_cast<size_t>(j.dissolve)]] = true;
+      const size_t k = live_index[static_cast<size_t>(j.dissolve)];
+      dissolved[k] = true;
+      breaks[k] = j.broke;
+      worst[k] = j.broke.d;
+      floor[k] = j.broke.tolerance;
       continue;
     }
+    for (size_t k = 0; k < found.size(); ++k)
+      if (dissolved[k]) j.add_region(found[k], breaks[k], groups, target_group);
     finish(p, j);
     for (size_t k = 0; k < live.size(); ++k) {
       worst[live_index[k]] = j.regions[k].worst;

@@ -26,10 +26,10 @@ def capture(tmp_path, case, variant, fault=""):
     return out
 
 
-def compare(target, golden, out):
+def compare(target, golden, out, *options):
     """summary.json's pairs of `numprobe compare`, by step."""
-    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run([str(CLI), "compare", "-t", str(target), "-g", str(golden), "-o", str(out),
+                        *options], capture_output=True, text=True, timeout=300)
     assert p.returncode in (0, 1), p.stderr
     return {pair["step"]: pair for pair in json.loads((out / "summary.json").read_text())["pairs"]}
 
@@ -56,14 +56,63 @@ def test_handwritten_against_another_rmsnorm(tmp_path):
     assert faulty["first_divergence"]["module"] == "Module.1.fc2.Linear.forward.0", first(faulty)
 
 
-def test_foreach_against_plain_adam(tmp_path):
+def test_a_diverging_implementation_is_the_first_divergence(tmp_path):
+    """A LayerNorm written out in calls layer_norm does not make, against one layer_norm call: with
+    its eps wrong, the module's results differ beyond noise. Under a layer mapping (-lm) none of its
+    calls pairs with the other run's, so walking them one by one names nothing; the module judged
+    as a whole is then the first divergence, named at the call that made the differing tensor."""
+    golden = capture(tmp_path, "rmsnorm", "functional")
+    target = capture(tmp_path, "rmsnorm", "handwritten_ln")
+    faulty = capture(tmp_path, "rmsnorm", "handwritten_ln", "norm_eps")
+    for options in ((), ("-lm",)):
+        clean = compare(target, golden, tmp_path / f"clean{len(options)}", *options)[0]
+        assert clean["first_divergence"] is None, (options, first(clean))
+        verdicts = [d["verdict"] for d in clean["implementations"] if ".norm.LayerNorm." in d["module"]]
+        assert len(verdicts) >= 2 and set(verdicts) == {"agrees"}, clean["implementations"]
+    pair = compare(faulty, golden, tmp_path / "fault", "-lm")[0]
+    module = "Module.1.norm.LayerNorm.forward.0"
+    (norm,) = [d for d in pair["implementations"] if d["module"] == module]
+    assert norm["verdict"] == "diverges" and norm["output_discrepancy"] > norm["tolerance"] > 0, norm
+    fd = pair["first_divergence"]
+    assert fd, "the diverging LayerNorm was not named"
+    assert fd["module"] == module and fd["reason"] == "outputs_diverge", first(pair)
+    assert fd["entry"].startswith("Tensor.") and fd["output_discrepancy"] == norm["output_discrepancy"]
+
+
+@pytest.mark.parametrize("variant", ["foreach", "fused"])
+def test_foreach_or_fused_against_plain_adam(tmp_path, variant):
+    """A multi-tensor (foreach) or fused Adam (torch 2.x; foreach again on 1.13) against a plain
+    one: after a bitwise step 0, a fused update rounds otherwise and leaves a few elements of the
+    step-1 parameters one ulp apart, within another rounding of the update; a learning rate 1 %
+    off or eps 1e-6 for 1e-8 changes the update far beyond that."""
     golden = capture(tmp_path, "optim", "plain")
-    clean = compare(capture(tmp_path, "optim", "foreach"), golden, tmp_path / "clean")
+    clean = compare(capture(tmp_path, "optim", variant), golden, tmp_path / "clean")
     assert sorted(clean) == [0, 1]
     for step, pair in clean.items():
         assert pair["first_divergence"] is None, (step, first(pair))
-    faulty = compare(capture(tmp_path, "optim", "foreach", "lr"), golden, tmp_path / "fault")
-    assert faulty[0]["first_divergence"] is None
+    for fault in ("lr", "eps"):
+        faulty = compare(capture(tmp_path, "optim", variant, fault), golden, tmp_path / fault)
+        assert faulty[0]["first_divergence"] is None
+        fd = faulty[1]["first_divergence"]
+        assert fd and fd["reason"] == "parameters_differ", (fault, fd)
+        assert fd["entry"].startswith("Functional.linear."), (fault, fd)
+
+
+@pytest.mark.parametrize("variant", ["foreach", "fused"])
+def test_an_optimizer_step_only_one_run_records(tmp_path, variant):
+    """The optimizer step inside the dump: plain Adam's per-parameter calls are dumped (outside
+    every module, after the backward), a foreach or fused Adam's kernels leave nothing. Those rows
+    have no partner by construction: the pair is still `compared` (not mostly unmatched), with no
+    divergence, and a learning rate 1 % off is named at the next step's parameters."""
+    golden = capture(tmp_path, "optim", "plain_inside")
+    clean = compare(capture(tmp_path, "optim", f"{variant}_inside"), golden, tmp_path / "clean")
+    assert sorted(clean) == [0, 1]
+    for step, pair in clean.items():
+        assert pair["unmatched_optimizer_step"] == pair["unmatched_golden"] > 0, (step, pair)
+        assert pair["coverage"] == "compared", (step, pair["coverage"])
+        assert pair["first_divergence"] is None, (step, first(pair))
+    faulty = compare(capture(tmp_path, "optim", f"{variant}_inside", "lr"), golden, tmp_path / "lr")
+    assert faulty[0]["first_divergence"] is None and faulty[0]["coverage"] == "compared"
     fd = faulty[1]["first_divergence"]
     assert fd and fd["reason"] == "parameters_differ" and fd["entry"].startswith("Functional.linear."), fd
 

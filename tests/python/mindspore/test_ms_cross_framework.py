@@ -66,9 +66,9 @@ def twin(tmp_path_factory):
     return out, losses
 
 
-def compare(cli, out, target, name):
+def compare(cli, out, target, name, options=("-am", "-cm")):
     res = out / f"cmp_{name}"
-    cli("compare", "-t", out / target, "-g", out / "pt", "-o", res, "-am", "-cm")
+    cli("compare", "-t", out / target, "-g", out / "pt", "-o", res, *options)
     (pair,) = json.loads((res / "summary.json").read_text())["pairs"]
     (csv_path,) = glob.glob(str(res / "compare_result_*.csv"))
     return pair, read_csv(csv_path)
@@ -123,3 +123,24 @@ def test_a_small_fault_is_named(twin, cli, fault, entry, golden):
     finally:
         con.close()
     assert link and json.loads(link)[-1] == golden, f"{entry} matched {link} in {db}"
+
+
+def test_layer_mapping_names_the_diverging_layer_norm(twin, cli):
+    """Under -lm the MindSpore LayerNorm cell (two casts and the layer_norm primitive) pairs with
+    PyTorch's LayerNorm module, its calls with nothing: the cell is judged as a whole, and with the
+    wrong eps its verdict "diverges" is the first divergence, at the primitive that made it."""
+    out, _ = twin
+    clean, _ = compare(cli, out, "ms_clean", "lm_clean", ("-lm",))
+    assert clean["first_divergence"] is None, clean["first_divergence"]
+    # The attention cells call PyTorch's APIs under MindSpore names (Mint.transpose for
+    # Torch.transpose): compared under -am's names, that is no other implementation; the
+    # LayerNorm cells (casts and a primitive against one functional call) are.
+    modules = {d["module"] for d in clean["implementations"]}
+    assert modules and all(".LayerNorm." in m for m in modules), sorted(modules)
+    pair, _ = compare(cli, out, "ms_ln_eps", "lm_ln_eps", ("-lm",))
+    cell = f"Cell.blocks.{C.FAULTY_BLOCK}.ln2.LayerNorm.forward.0"
+    (norm,) = [d for d in pair["implementations"] if d["module"] == cell]
+    assert norm["verdict"] == "diverges", norm
+    fd = pair["first_divergence"]
+    assert fd is not None and fd["module"] == cell, fd
+    assert fd["entry"] == f"Primitive.layer_norm.LayerNorm.{2 * C.FAULTY_BLOCK + 1}.forward", fd

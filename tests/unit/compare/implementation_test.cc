@@ -232,5 +232,40 @@ TEST(ModuleJudgement, AMaskOnlyOneImplementationBuildsIsNoArgumentDifference) {
   EXPECT_EQ(faulty.first_divergence->entry, "Functional.linear.0.forward");
 }
 
+// The steps after the forward: a backward at the top, then (golden only) an optimizer step
+// outside every module, as a plain Adam's per-parameter calls are dumped and a fused one's are not.
+std::vector<E> with_step(std::vector<E> side, bool step) {
+  side.push_back({"Functional.linear.0.backward", "", {z}, {y, w}});
+  if (!step) return side;
+  for (int k = 0; k < 3; ++k) {
+    const std::string n = std::to_string(k);
+    side.push_back({"Tensor.mul_." + n + ".forward", "", {w, w}, {w}});
+    side.push_back({"Tensor.addcdiv_." + n + ".forward", "", {w, w, w}, {w}});
+  }
+  return side;
+}
+
+TEST(OptimizerStep, AStepOnlyOneRunRecordsLeavesTheRunsCompared) {
+  CompareReport r;
+  const PairResult& p =
+      compare("step_one_side", with_step(handwritten(), false), with_step(handwritten(), true), r);
+  EXPECT_EQ(p.unmatched_golden, 3u * (3 + 4));  // the step's rows, each unmatched
+  EXPECT_GT(p.unmatched_golden, p.matched);
+  EXPECT_EQ(pair_coverage(p), Coverage::kCompared);
+  EXPECT_FALSE(p.first_divergence) << p.first_divergence->entry;
+}
+
+TEST(OptimizerStep, CallsOfTheOtherRunAtTheTopBeforeTheBackwardAreNoStep) {
+  // The same one-sided calls before the backward pass: the runs' forward differs, no step.
+  std::vector<E> golden = with_step(handwritten(), true);
+  std::vector<E> moved(golden.begin() + 7, golden.end());
+  golden.resize(7);
+  golden.insert(golden.begin() + 6, moved.begin(), moved.end());
+  CompareReport r;
+  const PairResult& p =
+      compare("calls_before_backward", with_step(handwritten(), false), golden, r);
+  EXPECT_EQ(pair_coverage(p), Coverage::kMostlyUnmatched);
+}
+
 }  // namespace
 }  // namespace numprobe
