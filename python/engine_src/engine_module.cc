@@ -213,10 +213,6 @@ PYBIND11_MODULE(_engine, m) {
            })
       .def("list_matches",
            [](Session& s, const std::string& name) { return s.filter().list_matches(name); })
-      .def("tensor_list_matches",
-           [](Session& s, const std::string& name) {
-             return s.config().task == Task::kStatistics && s.filter().tensor_list_matches(name);
-           })
       .def("submit", &Session::submit, py::arg("name"), py::arg("parts"),
            py::arg("frames") = py::none(), py::arg("parent") = py::none())
       .def("add_construct", &Session::add_construct)

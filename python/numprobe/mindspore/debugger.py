@@ -113,11 +113,9 @@ class PrecisionDebugger:
         self._session.start()
 
     def stop(self):
-        self._recorder.drain()  # held entries belong to this step: written while it is open
         self._session.stop()
 
     def step(self):
-        self._recorder.drain()
         self._session.advance_step()
         self._recorder.new_step()
 
@@ -133,7 +131,6 @@ class PrecisionDebugger:
         return self._session.step()
 
     def flush(self):
-        self._recorder.drain()
         self._session.flush()
         err = self._session.writer_error()
         if err:
@@ -151,7 +148,6 @@ class PrecisionDebugger:
             self._apis.uninstall()
             self._apis = None
         self._cells.uninstall()
-        self._recorder.drain()
         self._session.stop()
         self._session.flush()
         if PrecisionDebugger._instance is self:

@@ -17,18 +17,7 @@ from mindspore.ops.operations import _inner_ops
 
 from . import values
 
-try:  # copies taken for deferred reads are no part of the autograd graph
-    from mindspore.common.api import _no_grad
-except ImportError:  # pragma: no cover - older MindSpore
-    import contextlib
-    _no_grad = contextlib.nullcontext
-
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# Deferred reads hold copies of the recorded tensors until the step's capture stops; past this many
-# bytes they are read at once (the pipeline waits once, memory stays bounded). A copy's size is
-# asked MEASURE_LAG copies later, when its op has long been inferred (asking at once would wait).
-HELD_BYTES_LIMIT = 256 << 20
-MEASURE_LAG = 64
 
 
 class Recorder:
@@ -46,17 +35,6 @@ class Recorder:
         # CellBackwardHook holds its hook table by weak reference: the tables live here until the
         # step ends (their backward has run by then).
         self._tables = []
-        # Entries whose tensors are held (values.hold), in recording order, not yet submitted.
-        # Only where exact bytes are not asked for (md5 and saved tensors are read at once), and
-        # only without API/cell backward entries: their per-call hook op (CellBackwardHook) runs on
-        # the Python thread once MindSpore's pipeline has caught up, so every recorded call waits
-        # there anyway, and the copies would be extra work (measured: docs/capture.md).
-        self.defer = (self.task in ("statistics", "overflow_check")
-                      and session.summary_mode() != "md5" and not self.backward)
-        self._pending = []
-        self._held = []  # every Held copy of _pending, in order; the first _measured are counted
-        self._measured = 0
-        self._held_bytes = 0
 
     # ---- state ---------------------------------------------------------------------------------
     @property
@@ -82,7 +60,6 @@ class Recorder:
         return st[-1] if st else None
 
     def new_step(self):
-        self.drain()
         self._tables = []
         self._local = threading.local()
 
@@ -125,16 +102,14 @@ class Recorder:
         if self.outputs:
             out = list(output) if isinstance(output, (tuple, list)) else [output]
             parts.append(("output", out, name + ".output", True))
-        self._submit(name, parts, self.frames(), parent)
+        self.session.submit(name, parts, self.frames(), parent)
 
     def snapshot_inputs(self, args, kwargs):
         """(args, kwargs) with every tensor held as it is now (before a call that changes its
         arguments in place); None when no forward input is recorded."""
         if not (self.forward and self.inputs):
             return None
-        with _no_grad():
-            return [self._hold(a) for a in args], {
-                k: self._hold(v) for k, v in kwargs.items()}
+        return [_held(a) for a in args], {k: _held(v) for k, v in kwargs.items()}
 
     def record_collective(self, name, before, after, parent):
         """msprobe's entry of a collective: input_args/input_kwargs as they were before it ran,
@@ -147,7 +122,7 @@ class Recorder:
             parts.append(("input_kwargs", before[1], name + ".input", False))
         if self.outputs:
             parts.append(("output", after, name + ".output", True))
-        self._submit(name, parts, self.frames(), parent)
+        self.session.submit(name, parts, self.frames(), parent)
 
     def record_backward(self, name, grad_output, grad_input, parent):
         parts = []
@@ -155,59 +130,12 @@ class Recorder:
             parts.append(("input", _as_list(grad_output), name + ".input", False))
         if self.outputs:
             parts.append(("output", _as_list(grad_input), name + ".output", True))
-        self._submit(name, parts, self.frames(), parent)
+        self.session.submit(name, parts, self.frames(), parent)
 
     def record_parameters_grad(self, name, grads):
         """{"weight": grad, ...} of one cell's own parameters (no stack: msprobe writes none)."""
         parts = [(pname, grad, f"{name}.{pname}", True) for pname, grad in grads.items()]
-        self._submit(name, parts, None, None)
-
-    def _submit(self, name, parts, frames, parent):
-        session = self.session
-        if not session.active():  # a backward outside start/stop: nothing is written (engine)
-            return
-        if not self.defer or session.tensor_list_matches(name):
-            self.drain()  # entries keep their recording order
-            session.submit(name, parts, frames, parent)
-            return
-        with _no_grad():
-            held = [(key, self._hold(value), stem, is_output) for key, value, stem, is_output in parts]
-        self._pending.append((name, held, frames, parent))
-        while self._measured < len(self._held) - MEASURE_LAG:
-            self._held_bytes += self._held[self._measured].nbytes()
-            self._measured += 1
-        if self._held_bytes > HELD_BYTES_LIMIT:
-            self.drain()
-
-    def _hold(self, value):
-        """value with its tensors held (values.hold): copied on MindSpore's side where reads are
-        deferred, read now where they are not."""
-        if isinstance(value, values.Held):
-            return value
-        if isinstance(value, values.TENSOR_TYPES):
-            h = values.hold(value, copy=self.defer)
-            if h.copy is not None:
-                self._held.append(h)
-            return h
-        if isinstance(value, (list, tuple)):
-            return [self._hold(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self._hold(v) for k, v in value.items()}
-        return value
-
-    def drain(self):
-        """Submits the held entries, in recording order: their copies are read now (MindSpore's
-        pipeline is waited for once)."""
-        pending, self._pending = self._pending, []
-        self._held, self._measured, self._held_bytes = [], 0, 0
-        if not pending:
-            return
-        self.enter()
-        try:
-            for name, parts, frames, parent in pending:
-                self.session.submit(name, parts, frames, parent)
-        finally:
-            self.leave()
+        self.session.submit(name, parts, None, None)
 
     def frames(self):
         """The Python stack, innermost first, without numprobe's own frames (stack.json)."""
@@ -219,6 +147,17 @@ class Recorder:
                 out.append((path, f.f_lineno, f.f_code.co_name))
             f = f.f_back
         return out
+
+
+def _held(value):
+    """value with its tensors read now (values.Held), lists and dicts walked."""
+    if isinstance(value, values.TENSOR_TYPES) and not isinstance(value, values.Held):
+        return values.hold(value)
+    if isinstance(value, (list, tuple)):
+        return [_held(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _held(v) for k, v in value.items()}
+    return value
 
 
 def _as_list(grads):
