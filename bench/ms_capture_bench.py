@@ -6,9 +6,16 @@ alternate uncaptured and captured steps so that slow drifts of a shared VM cance
 median over rounds of (median captured step / median uncaptured step). msprobe 26.2 is not run: its
 MindSpore dump fails on the CPU (its statistics call `mint` norm, which has no CPU kernel).
 Usage: PYTHONPATH=build-mindspore/python .venv/mindspore/bin/python bench/ms_capture_bench.py
-[--levels=L0,L1,mix] [--rounds=N] [--steps=N]
+[--levels=L0,L1,mix] [--rounds=N] [--steps=N] [--data_mode=all|forward|...]
+
+Where the time goes (docs/capture.md, "Overhead"): each recorded tensor is read with asnumpy(),
+which waits until MindSpore's asynchronous PyNative pipeline has computed it, and with backward
+entries (data_mode all, the default) each recorded call also runs MindSpore's CellBackwardHook op,
+which waits the same way. data_mode=forward measures capture without the hook op.
 """
+import json
 import math
+import os
 import shutil
 import statistics
 import sys
@@ -60,6 +67,7 @@ def main():
     args = dict(a.lstrip("-").split("=", 1) for a in sys.argv[1:] if "=" in a)
     levels = args.get("levels", "L0,L1,mix").split(",")
     rounds, steps = int(args.get("rounds", 5)), int(args.get("steps", 4))
+    data_mode = args.get("data_mode", "all").split(",")
     ms.set_device("CPU")
     ms.set_seed(0)
     net = Encoder()
@@ -85,12 +93,16 @@ def main():
     for _ in range(2):  # warm-up
         one_step(None)
     print(f"MindSpore {ms.__version__}, CPU, PyNative; encoder d{D} x{LAYERS}, batch {BATCH} seq {SEQ}; "
-          f"{rounds} rounds x {steps} steps")
+          f"{rounds} rounds x {steps} steps; data_mode {','.join(data_mode)}")
     base_all = []
     for level in levels:
         out = tempfile.mkdtemp(prefix="ms_bench_")
-        dbg = numprobe.PrecisionDebugger(dump_path=out, level=level, task="statistics", model=net)
-        ratios, entries = [], 0
+        cfg = os.path.join(out, "config.json")
+        with open(cfg, "w") as f:
+            json.dump({"task": "statistics", "dump_path": out, "level": level,
+                       "statistics": {"data_mode": data_mode}}, f)
+        dbg = numprobe.PrecisionDebugger(config_path=cfg, model=net)
+        ratios = []
         for _ in range(rounds):
             base = statistics.median(one_step(None) for _ in range(steps))
             cap = statistics.median(one_step(dbg) for _ in range(steps))
@@ -102,7 +114,8 @@ def main():
         shutil.rmtree(out, ignore_errors=True)
         print(f"{level:4s} ratio {statistics.median(ratios):.2f}x  (rounds: "
               f"{', '.join(f'{r:.2f}' for r in ratios)}), {entries} entries/step")
-    print(f"uncaptured step: median {statistics.median(base_all) * 1e3:.1f} ms")
+    print(f"uncaptured step: median {statistics.median(base_all) * 1e3:.1f} ms; load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

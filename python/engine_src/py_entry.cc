@@ -181,7 +181,11 @@ void add_value(const TensorAdapter& ad, const LeafPlan& plan, capture::EntryReco
     capture::TensorLeaf& leaf = rec.tensor();
     leaf.type = ad.tensor_type_name;
     leaf.dtype = t[1].cast<std::string>();
-    leaf.requires_grad = t[2].cast<bool>();
+    // None: the framework's leaves have no requires_grad member (msprobe's MindSpore dump).
+    if (t[2].is_none())
+      leaf.write_requires_grad = false;
+    else
+      leaf.requires_grad = t[2].cast<bool>();
     for (py::handle d : t[3]) leaf.shape.push_back(d.cast<int64_t>());
     if (!t[0].is_none()) {
       fill_leaf_from_buffer(t[0].ptr(), plan, leaf, plan.save ? stem + ".npy" : std::string());

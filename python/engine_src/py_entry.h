@@ -18,7 +18,8 @@ namespace numprobe::pyengine {
 // How the front sees its framework's tensors. `tensor_types` is a tuple of classes;
 // `to_numpy(obj)` returns (array or None, dtype_name, requires_grad, shape) for an object of one of
 // them: the array holds the tensor's values in a numpy type (bfloat16 as float32; None: no
-// statistics), dtype_name is the framework's spelling ("Float32", "BFloat16"). `describe(obj)`
+// statistics), dtype_name is the framework's spelling ("Float32", "BFloat16"), requires_grad a bool
+// or None (the leaf gets no requires_grad member, as msprobe's MindSpore leaves). `describe(obj)`
 // returns (type_name, value) for any other object the walker does not know (a framework dtype), or
 // None: the value is written null.
 struct TensorAdapter {

@@ -38,3 +38,34 @@ def config_from_arguments(config_path, task, dump_path, level, step, check, erro
     if step is not None:
         cfg["step"] = list(step) if isinstance(step, (list, tuple)) else [step]
     return cfg, source
+
+
+class OtherFrameworkFieldWarning(UserWarning):
+    """A config field that only the other framework's msprobe dump reads: numprobe ignores it."""
+
+
+# Dump-task fields msprobe reads for one framework only (its pt_config.py / ms_config.py): a
+# config written for the other framework keeps them, numprobe's shared parser accepts them, and
+# they do nothing here. Said once, by name, never silently.
+_ONLY_FOR = {
+    "mindspore": {"file_format": "MindSpore's graph-mode dump (npy or bin files)",
+                  "device": "MindSpore's dump (where statistics are computed)"},
+    "pytorch": {"bench_path": "PyTorch's dump", "diff_nums": "PyTorch's dump"},
+}
+
+
+def warn_other_framework_fields(cfg, source, framework):
+    """Warns (OtherFrameworkFieldWarning) for each field of cfg's task section that msprobe reads
+    for another framework than `framework` ("pytorch" or "mindspore")."""
+    import warnings
+    section = cfg.get(cfg.get("task") or "statistics")
+    if not isinstance(section, dict):
+        return
+    for other, fields in _ONLY_FOR.items():
+        if other == framework:
+            continue
+        for field, meaning in fields.items():
+            if field in section:
+                warnings.warn(f"{source}: field \"{cfg.get('task') or 'statistics'}.{field}\" is "
+                              f"read by {meaning} only; numprobe's {framework} capture ignores it",
+                              OtherFrameworkFieldWarning, stacklevel=3)

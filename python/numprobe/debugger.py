@@ -19,7 +19,7 @@ from torch.overrides import TorchFunctionMode
 from . import _C
 from .api_names import (build_api_table, keyword_defaults, resolve_api, site_targets,
                         transparent_bodies)
-from .capture_args import config_from_arguments
+from .capture_args import config_from_arguments, warn_other_framework_fields
 
 NumprobeError = _C.NumprobeError
 
@@ -182,6 +182,7 @@ class PrecisionDebugger:
                  model=None):
         cfg, source = config_from_arguments(config_path, task, dump_path, level, step,
                                             _C.check_config, NumprobeError)
+        warn_other_framework_fields(cfg, source, "pytorch")
         if PrecisionDebugger._instance is not None:
             PrecisionDebugger._instance.close()
         self._free = None

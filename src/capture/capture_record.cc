@@ -22,6 +22,7 @@ void render_tensor(const TensorLeaf& t, base::JsonWriter& w) {
   v.shape = t.shape.data();
   v.ndim = t.shape.size();
   v.requires_grad = t.requires_grad;
+  v.write_requires_grad = t.write_requires_grad;
   if (t.has_stats) {
     v.stats = t.bool_stats ? format::LeafValues::Stats::kBool : format::LeafValues::Stats::kFloat;
     v.max = t.stats.max;

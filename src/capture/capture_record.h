@@ -60,6 +60,8 @@ struct TensorLeaf {
   bool bool_stats = false;  // bool tensors: Max = any, Min = all, Mean/Norm null (msprobe)
   TensorStats stats;
   bool requires_grad = false;
+  // false: no requires_grad member (msprobe's MindSpore leaves have none).
+  bool write_requires_grad = true;
   bool write_counts = true;                 // numprobe's nan/inf/zero counts (format addition v1)
   std::optional<uint32_t> crc32;            // summary_mode md5
   std::string data_name;                    // task tensor: file name under dump_tensor_data/
@@ -203,6 +205,7 @@ class EntryRecord {
     leaf.bool_stats = false;
     leaf.stats = TensorStats();
     leaf.requires_grad = false;
+    leaf.write_requires_grad = true;
     leaf.write_counts = true;
     leaf.crc32.reset();
     leaf.data_name.clear();

@@ -54,6 +54,7 @@ void add_leaf(const MsTensorFile& f, const IrShape* ir, const std::string& data_
   capture::TensorLeaf& leaf = l.rec.tensor();
   leaf.type = "mindspore.Tensor";
   leaf.dtype = f.name.dtype;
+  leaf.write_requires_grad = false;  // msprobe's MindSpore leaves have no requires_grad
   std::shared_ptr<NpyFile> npy;
   try {
     npy = std::make_shared<NpyFile>(NpyFile::open(f.path));

@@ -149,8 +149,10 @@ class LeafText {
       stat(kFieldMean, present, t.mean);
       stat(kFieldNorm, present, t.norm);
     }
-    key(kFieldRequiresGrad);
-    put(t.requires_grad ? "true" : "false");
+    if (t.write_requires_grad) {
+      key(kFieldRequiresGrad);
+      put(t.requires_grad ? "true" : "false");
+    }
     if (!t.md5.empty()) {
       key(kFieldMd5);
       string(t.md5);

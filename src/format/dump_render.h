@@ -20,8 +20,9 @@ struct LeafValues {
   enum class Stats : uint8_t { kNull, kFloat, kBool } stats = Stats::kNull;
   double max = 0, min = 0, mean = 0, norm = 0;  // kBool: max = any(), min = all() (0 or 1)
   bool requires_grad = false;
-  std::string_view md5;        // "": no md5 member
-  std::string_view data_name;  // "": no data_name member
+  bool write_requires_grad = true;  // false: the member is left out (msprobe's MindSpore leaves)
+  std::string_view md5;             // "": no md5 member
+  std::string_view data_name;       // "": no data_name member
   uint64_t nan_count = 0, pos_inf_count = 0, neg_inf_count = 0;
 };
 // Writes the leaf as the value at w's position: the text w's typed calls would give.

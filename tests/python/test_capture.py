@@ -226,6 +226,16 @@ def test_config_errors_name_the_field(tmp_path):
         numprobe.PrecisionDebugger(dump_path=tmp_path, level="L9")
 
 
+def test_a_mindspore_only_field_is_named(tmp_path):
+    from numprobe.capture_args import OtherFrameworkFieldWarning
+    cfg = tmp_path / "ms.json"
+    cfg.write_text(json.dumps({"task": "tensor", "dump_path": str(tmp_path / "d"), "level": "L1",
+                               "tensor": {"file_format": "bin"}}))
+    with pytest.warns(OtherFrameworkFieldWarning, match=r"ms\.json.*tensor\.file_format.*MindSpore"):
+        dbg = numprobe.PrecisionDebugger(config_path=str(cfg))
+    dbg.close()
+
+
 @contextlib.contextmanager
 def gelu_fault(scale=1.05, approximate="none"):
     """The injected fault: F.gelu computes scale * gelu(x, approximate). Registered with

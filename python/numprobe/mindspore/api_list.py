@@ -40,6 +40,18 @@ neg norm permute pow reshape rsqrt sigmoid sin softmax split sqrt square squeeze
 tile transpose unsqueeze view view_as where repeat chunk narrow var std prod round sign type_as fill_
 zero_ copy_ add_ mul_ sub_ div_""".split()
 
+# Collective communication, as msprobe's support_wrap_ops.yaml lists it: ``mindspore.communication.
+# comm_func`` as ``Distributed``, ``mindspore.mint.distributed`` as ``MintDistributed``.
+COMM_FUNC = """all_reduce all_gather_into_tensor reduce reduce_scatter_tensor
+all_to_all_single_with_output_shape all_to_all_with_output_shape batch_isend_irecv broadcast
+gather_into_tensor scatter_tensor send recv isend irecv""".split()
+
+MINT_DISTRIBUTED = """send recv broadcast all_reduce reduce all_gather gather isend irecv scatter
+reduce_scatter all_to_all_single all_to_all all_gather_into_tensor reduce_scatter_tensor
+batch_isend_irecv""".split()
+
+DISTRIBUTED_PREFIXES = ("Distributed", "MintDistributed")
+
 # Calls that change an argument in place: their inputs must stay the caller's objects, so no
 # backward hook is put on them (the gradient hook returns a new tensor object); they get forward
 # entries only.

@@ -5,8 +5,15 @@ their modules, ``Tensor`` methods on the class, and the primitives a model's cel
 ``MatMul``) get a subclass whose ``__call__`` records (as msprobe does: ``Primitive.<attribute>.
 <Class>.<n>``). Everything is put back by ``uninstall``. A wrapper costs one flag check while capture
 is stopped.
+
+Collective communication (``communication.comm_func`` as ``Distributed``, ``mint.distributed`` as
+``MintDistributed``) is recorded as msprobe records it: the inputs as they were before the call
+(the collectives change their tensors in place), the output as the arguments after it, and an
+asynchronous call (``async_op=True``, ``isend``/``irecv``) waited for before its tensors are read.
+No backward entry: the in-place tensors must stay the caller's objects.
 """
 import functools
+import inspect
 
 from mindspore import Tensor, mint, ops
 from mindspore.ops.primitive import Primitive
@@ -17,19 +24,38 @@ from .recorder import backward_name_of
 
 def _namespaces():
     from mindspore.mint.nn import functional as mint_functional
-    return [("Functional", ops, api_list.OPS), ("Mint", mint, api_list.MINT),
-            ("MintFunctional", mint_functional, api_list.MINT_FUNCTIONAL)]
+    spaces = [("Functional", ops, api_list.OPS), ("Mint", mint, api_list.MINT),
+              ("MintFunctional", mint_functional, api_list.MINT_FUNCTIONAL)]
+    try:
+        from mindspore.communication import comm_func
+        spaces.append(("Distributed", comm_func, api_list.COMM_FUNC))
+    except ImportError:  # a MindSpore without it: nothing of it is called either
+        pass
+    try:
+        from mindspore.mint import distributed as mint_distributed
+        spaces.append(("MintDistributed", mint_distributed, api_list.MINT_DISTRIBUTED))
+    except ImportError:
+        pass
+    return spaces
+
+
+def _counted(recorder, prefix, api):
+    """(name base "<prefix>.<api>.<n>", enclosing cell) of a call the user made while capture
+    runs, counted; None inside numprobe's work or a recorded call, or while capture is stopped."""
+    session = recorder.session
+    if recorder.busy or not session.active():
+        return None
+    key = f"{prefix}.{api}"
+    return f"{key}.{session.next_count(key)}", recorder.parent()
 
 
 def _call(recorder, prefix, api, orig, args, kwargs):
     """One API call: counted, maybe recorded, with its backward hooked."""
-    session = recorder.session
-    if recorder.busy or not session.active():
+    counted = _counted(recorder, prefix, api)
+    if counted is None:
         return orig(*args, **kwargs)
-    key = f"{prefix}.{api}"
-    base = f"{key}.{session.next_count(key)}"
+    base, parent = counted
     forward_name = base + ".forward"
-    parent = recorder.parent()
     if not recorder.selected(forward_name):
         recorder.enter()
         try:
@@ -52,10 +78,69 @@ def _call(recorder, prefix, api, orig, args, kwargs):
     return out
 
 
+class _Finished:
+    """What an asynchronous collective returns in place of its handle once numprobe has waited for
+    it (its tensors were read): the caller's own wait() has nothing left to wait for."""
+
+    def wait(self):
+        return None
+
+    def is_completed(self):
+        return True
+
+
+def _async_op(api, orig, args, kwargs):
+    if api in ("isend", "irecv", "batch_isend_irecv"):
+        return True
+    if "async_op" in kwargs:
+        return bool(kwargs["async_op"])
+    try:
+        params = list(inspect.signature(orig).parameters)
+    except (TypeError, ValueError):
+        return False
+    if "async_op" in params and params.index("async_op") < len(args):
+        return bool(args[params.index("async_op")])
+    return False
+
+
+def _finish(out):
+    """Waits for every handle in a collective's result; the result with finished handles."""
+    if hasattr(out, "wait"):
+        out.wait()
+        return _Finished()
+    if isinstance(out, (tuple, list)) and any(hasattr(o, "wait") for o in out):
+        done = [_finish(o) for o in out]
+        return type(out)(done) if isinstance(out, tuple) else done
+    return out
+
+
+def _call_distributed(recorder, prefix, api, orig, args, kwargs):
+    """One collective: inputs held before it runs, outputs (its arguments) read after it."""
+    counted = _counted(recorder, prefix, api)
+    if counted is None:
+        return orig(*args, **kwargs)
+    forward_name, parent = counted[0] + ".forward", counted[1]
+    recorder.enter()
+    try:
+        if not recorder.selected(forward_name):
+            return orig(*args, **kwargs)
+        before = recorder.snapshot_inputs(args, kwargs)
+        out = orig(*args, **kwargs)
+        if _async_op(api, orig, args, kwargs):
+            out = _finish(out)
+        recorder.record_collective(forward_name, before, list(args) + list(kwargs.values()),
+                                   parent)
+    finally:
+        recorder.leave()
+    return out
+
+
 def _wrapper(recorder, prefix, api, orig):
+    call = _call_distributed if prefix in api_list.DISTRIBUTED_PREFIXES else _call
+
     @functools.wraps(orig)
     def wrapped(*args, **kwargs):
-        return _call(recorder, prefix, api, orig, args, kwargs)
+        return call(recorder, prefix, api, orig, args, kwargs)
     wrapped.__numprobe_original__ = orig
     return wrapped
 

@@ -14,7 +14,7 @@ import numpy as np
 import mindspore as ms
 
 from .. import _engine
-from ..capture_args import config_from_arguments
+from ..capture_args import config_from_arguments, warn_other_framework_fields
 from . import values
 from .api_wrap import ApiWrapper
 from .cell_hooks import CellHooks
@@ -36,6 +36,17 @@ def _check_pynative(model):
                             "ms.set_context(mode=ms.PYNATIVE_MODE) for L0/L1/mix")
     if model is not None and not isinstance(model, ms.nn.Cell):
         raise NumprobeError(f"start(model): a mindspore.nn.Cell is needed, got {type(model).__name__}")
+    if model is not None:
+        for path, cell in model.cells_and_names():
+            if getattr(cell.construct, "__wrapped_by_jit__", False):
+                # Seen on MindSpore 2.10: the hooks of the cells inside reach the graph compiler,
+                # which stops the user's step with a TypeError about augmented assignment.
+                name = f"Cell.{path}.{type(cell).__name__}" if path else type(cell).__name__
+                raise NumprobeError(
+                    f"start(model): {name}'s construct is compiled by @mindspore.jit (a graph "
+                    "inside PyNative): MindSpore runs no cell hook or API wrapper inside a "
+                    "compiled graph, and the hooks make its compilation fail. Remove @jit from "
+                    "it while dumping L0/L1/mix, or dump the compiled graph with level L2")
 
 
 class PrecisionDebugger:
@@ -62,6 +73,7 @@ class PrecisionDebugger:
                  model=None):
         cfg, source = config_from_arguments(config_path, task, dump_path, level, step,
                                             _engine.check_config, NumprobeError)
+        warn_other_framework_fields(cfg, source, "mindspore")
         if PrecisionDebugger._instance is not None:
             PrecisionDebugger._instance.close()
         self._session = _engine.Session(json.dumps(cfg), source, "mindspore")

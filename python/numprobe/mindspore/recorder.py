@@ -15,6 +15,8 @@ import threading
 
 from mindspore.ops.operations import _inner_ops
 
+from . import values
+
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -102,6 +104,26 @@ class Recorder:
             parts.append(("output", out, name + ".output", True))
         self.session.submit(name, parts, self.frames(), parent)
 
+    def snapshot_inputs(self, args, kwargs):
+        """(args, kwargs) with every tensor held as it is now (before a call that changes its
+        arguments in place); None when no forward input is recorded."""
+        if not (self.forward and self.inputs):
+            return None
+        return [_held(a) for a in args], {k: _held(v) for k, v in kwargs.items()}
+
+    def record_collective(self, name, before, after, parent):
+        """msprobe's entry of a collective: input_args/input_kwargs as they were before it ran,
+        output the arguments after it."""
+        if not self.forward:
+            return
+        parts = []
+        if before is not None:
+            parts.append(("input_args", before[0], name + ".input", False))
+            parts.append(("input_kwargs", before[1], name + ".input", False))
+        if self.outputs:
+            parts.append(("output", after, name + ".output", True))
+        self.session.submit(name, parts, self.frames(), parent)
+
     def record_backward(self, name, grad_output, grad_input, parent):
         parts = []
         if self.inputs:
@@ -125,6 +147,17 @@ class Recorder:
                 out.append((path, f.f_lineno, f.f_code.co_name))
             f = f.f_back
         return out
+
+
+def _held(value):
+    """value with its tensors read now (values.Held), lists and dicts walked."""
+    if isinstance(value, values.TENSOR_TYPES) and not isinstance(value, values.Held):
+        return values.hold(value)
+    if isinstance(value, (list, tuple)):
+        return [_held(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _held(v) for k, v in value.items()}
+    return value
 
 
 def _as_list(grads):

@@ -12,9 +12,9 @@ from mindspore import Tensor
 
 try:  # MindSpore < 2.5 returns lazy StubTensors from ops
     from mindspore.common._stub_tensor import StubTensor
-    TENSOR_TYPES = (Tensor, StubTensor)
+    _FRAMEWORK_TYPES = (Tensor, StubTensor)
 except ImportError:
-    TENSOR_TYPES = (Tensor,)
+    _FRAMEWORK_TYPES = (Tensor,)
 
 _WIDEN = {ms.bfloat16: ms.float32}
 
@@ -30,15 +30,39 @@ def host_array(t):
     return arr
 
 
-def to_numpy(t):
-    dtype = t.dtype
-    shape = tuple(int(d) for d in t.shape)
+class Held:
+    """A tensor's values read when its entry's call began (a collective changes its tensors in
+    place afterwards); `orig` gives the dtype spelling and the shape."""
+
+    __slots__ = ("orig", "array")
+
+    def __init__(self, orig, array):
+        self.orig, self.array = orig, array
+
+
+TENSOR_TYPES = _FRAMEWORK_TYPES + (Held,)
+
+
+def _read(t):
+    """numpy values of a framework tensor (bfloat16 widened), or None where they cannot be read."""
     try:
-        arr = host_array(t)
+        return host_array(t)
     except Exception:  # a tensor whose values cannot be read here: no statistics, still a leaf
-        arr = None
-    requires_grad = bool(getattr(t, "requires_grad", False)) if isinstance(t, ms.Parameter) else False
-    return arr, str(dtype), requires_grad, shape
+        return None
+
+
+def hold(t):
+    return Held(t, _read(t))
+
+
+def to_numpy(t):
+    # None as requires_grad: no requires_grad member. msprobe's MindSpore leaves have type, dtype,
+    # shape and the statistics only (its torch leaves have requires_grad).
+    if isinstance(t, Held):
+        arr, t = t.array, t.orig
+    else:
+        arr = _read(t)
+    return arr, str(t.dtype), None, tuple(int(d) for d in t.shape)
 
 
 def describe(obj):

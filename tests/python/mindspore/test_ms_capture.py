@@ -243,6 +243,19 @@ def test_compare_two_runs(tmp_path, cli, level):
     assert (tmp_path / "g.vis.db").stat().st_size > 0
 
 
+def test_leaves_have_the_members_of_msprobes_mindspore_leaves(tmp_path):
+    # msprobe's MindSpore data processor writes type, dtype, shape and the statistics (md5,
+    # data_name where asked); no requires_grad, which its torch leaves have.
+    allowed = {"type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "md5", "data_name",
+               "nan_count", "pos_inf_count", "neg_inf_count"}
+    _, _, rank = capture(tmp_path / "d", "mix")
+    found = [leaf for entry in read(rank)["data"].values() for leaf in leaves(entry)]
+    assert len(found) > 100
+    for leaf in found:
+        assert set(leaf) <= allowed, leaf
+        assert list(leaf)[:3] == ["type", "dtype", "shape"], leaf
+
+
 def test_bad_input_is_named(tmp_path):
     import mindspore as ms
     from numprobe.mindspore import NumprobeError, PrecisionDebugger
@@ -280,3 +293,48 @@ def test_backward_after_stop_writes_nothing(tmp_path):
     dbg.close()
     names = list(read(rank_dir(tmp_path / "d" / "step0"))["data"])
     assert names and not any(".backward" in n or "parameters_grad" in n for n in names), names
+
+
+def test_a_jit_compiled_cell_is_named(tmp_path):
+    # A cell whose construct is compiled by @jit inside PyNative: MindSpore runs no hook in it, and
+    # numprobe's hooks on its sub-cells made the graph compiler stop the step with an unrelated
+    # TypeError. numprobe names the cell instead, before the step.
+    import mindspore as ms
+    from mindspore import nn, ops
+    from numprobe.mindspore import NumprobeError, PrecisionDebugger
+
+    class Inner(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Dense(4, 4)
+
+        @ms.jit
+        def construct(self, x):
+            return ops.relu(self.fc(x))
+
+    class Outer(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+            self.head = nn.Dense(4, 2)
+
+        def construct(self, x):
+            return self.head(self.inner(x))
+
+    for level in ("L0", "L1", "mix"):
+        dbg = PrecisionDebugger(dump_path=str(tmp_path / level), level=level)
+        try:
+            with pytest.raises(NumprobeError, match=r"Cell\.inner\.Inner.*jit"):
+                dbg.start(Outer())
+        finally:
+            dbg.close()
+
+
+def test_a_pytorch_only_field_is_named(tmp_path):
+    from numprobe.capture_args import OtherFrameworkFieldWarning
+    from numprobe.mindspore import PrecisionDebugger
+    cfg = tmp_path / "pt.json"
+    cfg.write_text(json.dumps({"task": "statistics", "dump_path": str(tmp_path / "d"), "level": "L1",
+                               "statistics": {"bench_path": "/elsewhere", "list": []}}))
+    with pytest.warns(OtherFrameworkFieldWarning, match=r"pt\.json.*statistics\.bench_path.*PyTorch"):
+        PrecisionDebugger(config_path=str(cfg)).close()

@@ -413,8 +413,8 @@ const char* const kSpecialTensorsText = R"({
    "output": []
   })";
 
-// One tensor leaf alone in {"output": [leaf]}, rendered.
-std::string render_leaf(const TensorLeaf& leaf) {
+// One tensor leaf alone in {"output": [leaf]}.
+EntryRecord leaf_record(const TensorLeaf& leaf) {
   EntryRecord r;
   r.name = "Functional.x.0.forward";
   r.begin_dict();
@@ -423,7 +423,11 @@ std::string render_leaf(const TensorLeaf& leaf) {
   r.tensor() = leaf;
   r.end();
   r.end();
-  return render_entry_record(r);
+  return r;
+}
+
+std::string render_leaf(const TensorLeaf& leaf) {
+  return render_entry_record(leaf_record(leaf));
 }
 
 bool contains(const std::string& s, const std::string& part) {
@@ -532,6 +536,28 @@ TEST(CaptureRecord, TensorKeyOrder) {
     EXPECT_GT(at, prev) << k << " out of order in " << s;
     prev = at;
   }
+}
+
+TEST(CaptureRecord, LeafWithoutRequiresGradMember) {
+  // msprobe's MindSpore leaves have no requires_grad member: a front that says so gets none, the
+  // other members in their order, and the leaf reads back with requires_grad absent.
+  TensorLeaf t;
+  t.type = "mindspore.Tensor";
+  t.dtype = "Float32";
+  t.shape = {2};
+  t.has_stats = true;
+  t.stats = stats(1, 0, 2, 1, 1);
+  t.requires_grad = true;
+  t.write_requires_grad = false;
+  std::string s = render_leaf(t);
+  EXPECT_FALSE(contains(s, "requires_grad")) << s;
+  EXPECT_TRUE(contains(s, "\"Norm\"")) << s;
+  EntryRecord r = leaf_record(t);
+  numprobe::DumpFile d = parse_back(r, render_entry_record(r));
+  ASSERT_EQ(d.tensors.size(), 1u);
+  EXPECT_EQ(d.tensors[0].requires_grad, -1);
+  t.write_requires_grad = true;
+  EXPECT_TRUE(contains(render_leaf(t), "\"requires_grad\": true"));
 }
 
 TEST(CaptureRecord, Md5IsEightLowercaseHexDigits) {
