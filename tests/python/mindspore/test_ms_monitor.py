@@ -14,7 +14,10 @@ import warnings
 import numpy as np
 import pytest
 
-ms = pytest.importorskip("mindspore", reason="MindSpore is not installed (the MindSpore lane has it)")
+# "mindspore.nn", not "mindspore": in the torch lanes this test folder itself would import as a
+# namespace package named mindspore
+pytest.importorskip("mindspore.nn", reason="MindSpore is not installed (the MindSpore lane has it)")
+import mindspore as ms  # noqa: E402
 from mindspore import nn  # noqa: E402
 
 import ms_models  # noqa: E402
