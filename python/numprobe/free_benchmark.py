@@ -11,9 +11,6 @@ inputs, without autograd, with the random state the original call saw, restored 
 to the original dtype and device, with its autograd graph. docs/capture.md, "free_benchmark".
 """
 import collections
-import csv
-import fcntl
-import io
 import os
 
 import torch
@@ -29,18 +26,21 @@ SYMBOL_FLIPPING = "symbol_flipping"
 CSV_HEADER = ("rank", "pert_mode", "stage", "step", "api_name", "max_rel", "dtype", "shape",
               "output_index")
 
-# msprobe's constants (free_benchmark/common/constant.py, enums.py): the noise added per dtype,
-# which is also the absolute tolerance of the ratio; the consistency threshold of the ratio.
-_NOISE = {torch.bfloat16: 1e-4, torch.float16: 1e-6, torch.float32: 1e-8, torch.float64: 1e-16}
-_THRESHOLD = {torch.float16: 1.002, torch.bfloat16: 1.004, torch.float32: 1.0002}
+# msprobe's constants, from the engine's table (src/capture/free_benchmark_rules.cc, shared with
+# the C++ front): the noise added per dtype, which is also the absolute tolerance of the ratio; the
+# consistency threshold of the ratio; to_cpu's relative threshold (also the absolute one for values
+# below 1) and error balance bound.
+_RULES = _C.free_benchmark_rules()
+_BY_DTYPE = {getattr(torch, name[len("torch."):]): r for name, r in _RULES["dtypes"].items()}
+_NOISE = {dt: r["noise"] for dt, r in _BY_DTYPE.items()}
+_ABS_TOL = {dt: r["abs_tol"] for dt, r in _BY_DTYPE.items()}
+_THRESHOLD = {dt: r["threshold"] for dt, r in _BY_DTYPE.items()}
+_CPU_RTOL = {dt: r["cpu_rtol"] for dt, r in _BY_DTYPE.items()}
 _BIT_VIEW = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32,
              torch.float64: torch.int64}
-_BACKWARD_ABS_TOL = 1e-3
-# to_cpu (msprobe's single benchmark): the relative threshold, which is also the absolute one
-# for values below 1, per dtype; the error balance bound.
-_CPU_RTOL = {torch.float32: 2.0 ** -14, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
-_CPU_SMALL_VALUE = 1.0
-_CPU_ERR_BALANCE = 1e-4
+_BACKWARD_ABS_TOL = _RULES["backward_abs_tol"]
+_CPU_SMALL_VALUE = _RULES["cpu_small_value"]
+_CPU_ERR_BALANCE = _RULES["cpu_err_balance"]
 
 
 def _is_float_tensor(x):
@@ -396,7 +396,8 @@ class FreeBenchmark:
             ok = (e["max_abs_small"] <= rtol and e["max_rel"] <= rtol
                   and e["err_balance"] <= _CPU_ERR_BALANCE)
             return ok, max(e["max_rel"], e["max_abs_small"])
-        abs_tol = _BACKWARD_ABS_TOL if stage == "backward" else _NOISE.get(p.dtype, 1e-8) ** 0.5
+        abs_tol = _BACKWARD_ABS_TOL if stage == "backward" else \
+            _ABS_TOL.get(p.dtype, _ABS_TOL[torch.float32])
         ratio, sign_flipped = _C.perturbation_ratio(o, p, abs_tol)
         if self.pert_mode == "no_change":
             threshold = 1.0
@@ -411,23 +412,11 @@ class FreeBenchmark:
         return 1.0 / threshold <= ratio <= threshold, ratio - 1
 
     def _write_row(self, stage, entry, max_rel, tensor, index):
-        row = [self._rank, self.pert_mode, stage, self.current_step, entry,
-               "" if max_rel is None else max_rel, str(tensor.dtype), str(tensor.shape),
-               "" if index is None else index]
-        text = io.StringIO()
-        csv.writer(text).writerow(row)
-        os.makedirs(self.dump_path, exist_ok=True)
-        # One append per row under a lock, the header by whoever creates the file: ranks share it.
-        fd = os.open(self.csv_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size == 0:
-                header = io.StringIO()
-                csv.writer(header).writerow(CSV_HEADER)
-                os.write(fd, header.getvalue().encode())
-            os.write(fd, text.getvalue().encode())
-        finally:
-            os.close(fd)
+        # The engine appends it (as csv.writer would write it) under a file lock, the header by
+        # whoever creates the file: ranks share it.
+        _C.append_free_benchmark_row(self.dump_path, self._rank, self.pert_mode, stage,
+                                     self.current_step, entry, max_rel, str(tensor.dtype),
+                                     str(tensor.shape), index)
         self.rows_written += 1
 
 

@@ -7,6 +7,7 @@
 
 #include "capture/capture_config.h"
 #include "capture/free_benchmark_compare.h"
+#include "capture/free_benchmark_rules.h"
 #include "numprobe/error.h"
 
 namespace py = pybind11;
@@ -73,6 +74,55 @@ void register_free_benchmark(py::module_& m) {
                        const std::string& entry) { return f.wants_forward(entry, ""); })
       .def("reset", &capture::EntryFilter::reset);
 
+  m.def(
+      "free_benchmark_rules",
+      [] {
+        py::dict per_dtype;
+        for (DType t : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
+          py::dict d;
+          d["noise"] = capture::free_benchmark_noise(t);
+          d["abs_tol"] = capture::free_benchmark_abs_tol(t);
+          d["threshold"] = capture::free_benchmark_threshold(t, false);
+          d["cpu_rtol"] = capture::free_benchmark_cpu_rtol(t);
+          per_dtype[py::str(std::string(dtype_torch_name(t)))] = d;
+        }
+        py::dict r;
+        r["dtypes"] = per_dtype;  // keyed "torch.float16", ...
+        r["backward_abs_tol"] = capture::kFreeBenchmarkBackwardAbsTol;
+        r["cpu_small_value"] = capture::kFreeBenchmarkCpuSmallValue;
+        r["cpu_err_balance"] = capture::kFreeBenchmarkCpuErrBalance;
+        return r;
+      },
+      "free_benchmark's per-dtype noise, tolerances and thresholds (free_benchmark_rules.h): one "
+      "table for the Python and the C++ fronts.");
+  m.def(
+      "append_free_benchmark_row",
+      [](const std::string& dir, int64_t rank, const std::string& pert_mode,
+         const std::string& stage, int64_t step, const std::string& api_name, py::object max_rel,
+         const std::string& dtype, const std::string& shape, std::optional<int64_t> index) {
+        capture::FreeBenchmarkRow row;
+        row.rank = rank;
+        row.pert_mode = pert_mode;
+        row.stage = stage;
+        row.step = step;
+        row.api_name = api_name;
+        if (py::isinstance<py::str>(max_rel)) {
+          if (max_rel.cast<std::string>() != "symbol_flipping")
+            throw py::value_error("max_rel: a number, None or \"symbol_flipping\"");
+          row.symbol_flipping = true;
+        } else if (!max_rel.is_none()) {
+          row.max_rel = max_rel.cast<double>();
+        }
+        row.dtype = dtype;
+        row.shape = shape;
+        row.output_index = index;
+        py::gil_scoped_release unlocked;
+        capture::append_free_benchmark_row(dir, row);
+      },
+      py::arg("dir"), py::arg("rank"), py::arg("pert_mode"), py::arg("stage"), py::arg("step"),
+      py::arg("api_name"), py::arg("max_rel"), py::arg("dtype"), py::arg("shape"),
+      py::arg("output_index"),
+      "Appends a row to dir/free_benchmark.csv (header first in a new file), under a file lock.");
   m.def(
       "perturbation_ratio",
       [](py::handle original, py::handle perturbed, double abs_tol) {
