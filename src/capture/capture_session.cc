@@ -47,12 +47,13 @@ std::string absolute(const std::string& path) {
 }  // namespace
 
 struct CaptureSession::Job {
-  enum Kind { kEntry, kConstruct, kFinish } kind = kEntry;
+  enum Kind { kEntry, kConstruct, kFinish, kSideFile } kind = kEntry;
   EntryRecord rec;
   Frames frames;
   bool has_parent = false;
   std::string name;
   std::optional<std::string> parent;
+  std::string text;  // kSideFile: the file's bytes (name: its file name)
   // Rank dir at submission (a step change must not redirect queued work).
   std::shared_ptr<const std::string> dir;
 };
@@ -242,6 +243,18 @@ void CaptureSession::add_construct(std::string name, std::optional<std::string> 
   job->kind = Job::kConstruct;
   job->name = std::move(name);
   job->parent = std::move(parent);
+  enqueue(std::move(job));
+}
+
+void CaptureSession::write_side_file(std::string file_name, std::string text) {
+  std::unique_ptr<Job> job = new_job();
+  job->kind = Job::kSideFile;
+  job->name = std::move(file_name);
+  job->text = std::move(text);
+  enqueue(std::move(job));  // a finish job after it finds no writer open and does nothing
+}
+
+void CaptureSession::enqueue(std::unique_ptr<Job> job) {
   std::unique_lock<std::mutex> lk(mu_);
   job->dir = job_dir();
   queue_.push_back(std::move(job));
@@ -329,6 +342,7 @@ void CaptureSession::writer_loop() {
       job->frames.reset();
       job->parent.reset();
       job->name.clear();
+      job->text.clear();
       job->dir.reset();
     }
     if (writer_ && !failed) {
@@ -429,6 +443,15 @@ void CaptureSession::run_job(Job& job) {
       writer_.reset();
     }
     rendered_stacks_.clear();
+    return;
+  }
+  if (job.kind == Job::kSideFile) {  // beside the dump, whichever writer is open
+    const std::string path = *job.dir + "/" + job.name;
+    if (base::file_exists(path)) return;
+    base::make_dirs(*job.dir);
+    base::AtomicFileWriter w(path, /*durable=*/false);
+    w.write(job.text);
+    w.commit();
     return;
   }
   if (!writer_ || writer_dir_ != *job.dir) {

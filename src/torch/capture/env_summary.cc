@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "base/file_util.h"
 #include "base/json_writer.h"
 
 namespace numprobe::capture {
@@ -95,18 +94,6 @@ std::string environment_summary_json(const std::string& runtime, const std::stri
   }
   out += '\n';
   return out;
-}
-
-void write_environment_summary(const std::string& rank_dir, const std::string& runtime,
-                               const std::string& extra) {
-  const std::string path = rank_dir + "/" + kEnvSummaryFile;
-  if (base::file_exists(path)) return;
-  base::make_dirs(rank_dir);
-  // Not durable: this runs in start() on the training thread, where an fsync cost 2-4 ms per
-  // dumped step (a small model's whole step); a crash still never leaves a partial file.
-  base::AtomicFileWriter w(path, /*durable=*/false);
-  w.write(environment_summary_json(runtime, extra));
-  w.commit();
 }
 
 }  // namespace numprobe::capture

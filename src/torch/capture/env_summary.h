@@ -12,11 +12,8 @@ inline constexpr const char* kEnvSummaryFile = "numprobe_env.json";
 // flags, the default generator's seed and the environment variables that change a computation.
 // `runtime` names the front ("python" or "c++"); `extra` is a JSON object's members to append
 // (without braces, "" for none), from the front that knows them (Python's version and seeds).
+// Written by the capture session's writer thread (CaptureSession::write_side_file), unless the file
+// exists.
 std::string environment_summary_json(const std::string& runtime, const std::string& extra);
-
-// Writes <rank_dir>/numprobe_env.json unless it exists (tmp then rename, no fsync). Throws Error
-// naming the file.
-void write_environment_summary(const std::string& rank_dir, const std::string& runtime,
-                               const std::string& extra);
 
 }  // namespace numprobe::capture

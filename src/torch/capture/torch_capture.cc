@@ -184,7 +184,10 @@ TorchCapture::~TorchCapture() {
 
 void TorchCapture::start(bool observe_aten) {
   session_.start();
-  if (session_.active()) write_environment_summary(session_.rank_dir(), env_runtime_, env_extra_);
+  // The file itself is the writer thread's: creating it here took 0.1-3 ms of the training
+  // thread's kernel time per dumped step.
+  if (session_.active())
+    session_.write_side_file(kEnvSummaryFile, environment_summary_json(env_runtime_, env_extra_));
   next_stats_generation();
   const Level lv = config().level;
   const bool aten = lv == Level::kL2 || (observe_aten && lv != Level::kL0);

@@ -676,6 +676,45 @@ TEST(CaptureSession, TensorDirIsCreatedOnDemand) {
   s.stop();
 }
 
+// numprobe_env.json's route: the writer thread writes a side file into the rank directory it was
+// queued for, also for a step that dumps no entry, and never over a file already there.
+TEST(CaptureSession, SideFilesAreWrittenByTheWriterOnce) {
+  std::string dir = scratch_dir("capture_session_side_file");
+  CaptureSession s(config_in(dir));
+  s.start();
+  s.write_side_file("side.json", "{\"first\": 1}\n");
+  s.stop();  // no entry: no dump.json, the side file all the same
+  const std::string rank_dir = dir + "/dump/step0/" + kProc;
+  EXPECT_EQ(read_file(rank_dir + "/side.json"), "{\"first\": 1}\n");
+  EXPECT_FALSE(fs::exists(rank_dir + "/dump.json"));
+  s.start();
+  s.write_side_file("side.json", "{\"second\": 2}\n");
+  s.submit(entry("Functional.relu.0.forward"));
+  s.advance_step();  // queued for step 0: written there, whatever the step is when it runs
+  s.stop();
+  s.flush();
+  EXPECT_EQ(read_file(rank_dir + "/side.json"), "{\"first\": 1}\n");
+  EXPECT_EQ(names_in(rank_dir), (Names{"Functional.relu.0.forward"}));
+  EXPECT_FALSE(fs::exists(dir + "/dump/step1/" + kProc + "/side.json"));
+}
+
+TEST(CaptureSession, SideFileErrorSurfacesAsTheWritersNamingThePath) {
+  std::string dir = scratch_dir("capture_session_side_file_error");
+  CaptureConfig c;
+  c.dump_path = dir + "/a_file";
+  write_file(c.dump_path, "not a directory");
+  CaptureSession s(c);
+  s.start();
+  s.write_side_file("side.json", "{}\n");
+  try {
+    s.stop();  // waits for the writer (async finish off)
+    ADD_FAILURE() << "stop() did not throw";
+  } catch (const numprobe::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a_file"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.start(), numprobe::Error);  // and again from the next start()
+}
+
 TEST(CaptureSession, DestructorCompletesTheFiles) {
   std::string dir = scratch_dir("capture_session_dtor");
   {
