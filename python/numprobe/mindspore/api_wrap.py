@@ -145,11 +145,43 @@ def _wrapper(recorder, prefix, api, orig):
     return wrapped
 
 
+class UnhookedApiWarning(UserWarning):
+    """A config `list` item names an API numprobe does not hook in this MindSpore: it can never be
+    dumped (a name numprobe's API list lacks, or one this MindSpore version does not have)."""
+
+
+# The first parts of an API entry name that say which API it is: "Mint.add" of "Mint.add.0.forward";
+# primitives are named by the cell attribute and class, "Primitive.layer_norm.LayerNorm".
+_API_KEY_PARTS = {"Functional": 2, "Mint": 2, "MintFunctional": 2, "Tensor": 2, "Distributed": 2,
+                  "MintDistributed": 2, "Primitive": 3}
+
+
+def warn_unhooked_list_items(items, hooked, source):
+    """Warns (UnhookedApiWarning) once for each `list` item that names an API entry (it starts with
+    an API prefix) whose API is not among `hooked`; cell names and plain substrings are left to the
+    filter. Returns the items warned about."""
+    import warnings
+    named = []
+    for item in items or []:
+        parts = str(item).split(".")
+        n = _API_KEY_PARTS.get(parts[0])
+        if n is None or len(parts) < n:
+            continue
+        key = ".".join(parts[:n])
+        if key not in hooked:
+            named.append(item)
+            warnings.warn(f"{source}: list item \"{item}\": numprobe does not hook {key} in this "
+                          "MindSpore (not in its API list, or not in this version), so it will "
+                          "never be dumped", UnhookedApiWarning, stacklevel=3)
+    return named
+
+
 class ApiWrapper:
     def __init__(self, recorder):
         self.recorder = recorder
         self._restore = []  # (owner, name, original)
         self._primitives = []  # (instance, original class)
+        self.hooked = set()  # "<prefix>.<api>" of every API wrapped
 
     def install(self, model=None):
         for prefix, module, names in _namespaces():
@@ -157,10 +189,12 @@ class ApiWrapper:
                 orig = getattr(module, name, None)
                 if callable(orig):
                     self._replace(module, name, _wrapper(self.recorder, prefix, name, orig))
+                    self.hooked.add(f"{prefix}.{name}")
         for name in api_list.TENSOR:
             orig = getattr(Tensor, name, None)
             if callable(orig):
                 self._replace(Tensor, name, _wrapper(self.recorder, "Tensor", name, orig))
+                self.hooked.add(f"Tensor.{name}")
         if model is not None:
             self._wrap_primitives(model)
 
@@ -183,6 +217,7 @@ class ApiWrapper:
         cls = prim.__class__
         recorder = self.recorder
         api = f"{attr}.{cls.__name__}"
+        self.hooked.add(f"Primitive.{api}")
         orig_call = cls.__call__
 
         def __call__(self_, *args, **kwargs):

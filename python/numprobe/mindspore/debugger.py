@@ -16,7 +16,7 @@ import mindspore as ms
 from .. import _engine
 from ..capture_args import config_from_arguments, warn_other_framework_fields
 from . import values
-from .api_wrap import ApiWrapper
+from .api_wrap import ApiWrapper, warn_unhooked_list_items
 from .cell_hooks import CellHooks
 from .recorder import Recorder
 
@@ -74,6 +74,9 @@ class PrecisionDebugger:
         cfg, source = config_from_arguments(config_path, task, dump_path, level, step,
                                             _engine.check_config, NumprobeError)
         warn_other_framework_fields(cfg, source, "mindspore")
+        section = cfg.get(cfg.get("task") or "statistics")
+        self._list = section.get("list") if isinstance(section, dict) else None
+        self._source = source
         if PrecisionDebugger._instance is not None:
             PrecisionDebugger._instance.close()
         self._session = _engine.Session(json.dumps(cfg), source, "mindspore")
@@ -109,6 +112,8 @@ class PrecisionDebugger:
         if self.level in ("L1", "mix") and self._apis is None:
             self._apis = ApiWrapper(self._recorder)
             self._apis.install(model)
+            # the hooked set is known once installed (primitives come from the model)
+            warn_unhooked_list_items(self._list, self._apis.hooked, self._source)
         self._model = model
         self._session.start()
 

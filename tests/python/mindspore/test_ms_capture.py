@@ -187,6 +187,24 @@ def test_step_and_list_filters(tmp_path):
     assert names == {f"Functional.gelu.{i}.{d}" for i in (0, 1) for d in ("forward", "backward")}
 
 
+def test_a_list_item_naming_an_api_numprobe_does_not_hook_is_named(tmp_path):
+    # Bad input of the issue: "an API numprobe cannot hook" is a named warning, never a silent
+    # empty dump. Cell names and substrings ("gelu") are the filter's; API entry names are checked
+    # against what was hooked, primitives of the model included.
+    import warnings
+    from numprobe.mindspore.api_wrap import UnhookedApiWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, _, rank = capture(tmp_path / "u", "L1", list=[
+            "Mint.no_such_api", "Functional.gelu.0.forward", "Tensor.__add__", "gelu",
+            "Cell.blocks.0.ln1.LayerNorm", "Primitive.layer_norm.LayerNorm", "Primitive.nope.Nope"])
+    named = [str(w.message) for w in caught if issubclass(w.category, UnhookedApiWarning)]
+    assert len(named) == 2, named
+    assert "Mint.no_such_api" in named[0] and "u.config.json" in named[0]
+    assert "Primitive.nope.Nope" in named[1]
+    assert "Functional.gelu.0.forward" in read(rank)["data"]  # the hooked ones still dump
+
+
 def test_md5_and_tensor_tasks(tmp_path):
     import zlib
     net, x, y = ms_models.make()
