@@ -73,7 +73,7 @@ c10::IValue map_tensors(const c10::IValue& v, Fn&& fn) {
 // The input a value-changing perturbation goes to: the first floating tensor or tensor list
 // (msprobe: the first positional argument that is a floating tensor or a container; aten's
 // integer lists are sizes, not data); -1 when there is none (the call is not checked).
-int perturbed_index(const std::vector<c10::IValue>& inputs) {
+int perturbed_index(c10::ArrayRef<const c10::IValue> inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = inputs[i];
     if ((v.isTensor() && is_float(v.toTensor())) || v.isTensorList()) return static_cast<int>(i);
@@ -239,18 +239,17 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!outermost || !fb || InternalGuard::inside()) return nullptr;
   const AtenOpInfo& info = aten_op_info(fn);
   if (info.skip) return nullptr;
-  auto inputs = fn.inputs();
-  std::vector<c10::IValue> args(inputs.begin(), inputs.end());
-  const int index = perturbed_index(args);
+  const auto inputs = fn.inputs();
+  const int index = perturbed_index(inputs);
   std::string entry;
-  if (!fb->sample(info.api_type, entry) || index < 0) return nullptr;
+  if (!fb->sample(info.api_type, index >= 0, entry)) return nullptr;
   Quiet quiet;
   auto ctx = std::make_unique<Context>();
   ctx->entry = std::move(entry);
   ctx->api_type = info.api_type;
   ctx->info = &info;
   ctx->index = index;
-  for (const auto& v : args)
+  for (const auto& v : inputs)
     ctx->inputs.push_back(
         map_tensors(v, [](const at::Tensor& t) { return t.defined() ? t.detach().clone() : t; }));
   ctx->rng = RngStates::of(ctx->inputs);
@@ -395,10 +394,11 @@ void TorchFreeBenchmark::step() {
   if (was) start();
 }
 
-bool TorchFreeBenchmark::sample(const std::string& api_type, std::string& entry) {
+bool TorchFreeBenchmark::sample(const std::string& api_type, bool checkable, std::string& entry) {
   const int64_t n = calls_[api_type]++;
   entry = api_type + "." + std::to_string(n) + ".forward";
   if (!filter_.selects_everything() && !filter_.wants_forward(entry, "")) return false;
+  if (!checkable) return false;  // counted, but takes none of the API's max_sample (as Python)
   int64_t& taken = sampled_[api_type];
   if (taken >= cfg_.free_benchmark.max_sample) return false;
   ++taken;

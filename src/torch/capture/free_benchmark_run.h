@@ -42,9 +42,10 @@ class TorchFreeBenchmark {
   // For the observer (free_benchmark_run.cc).
   static TorchFreeBenchmark* active() { return active_.load(std::memory_order_acquire); }
   const CaptureConfig& config() const { return cfg_; }
-  // Counts the call and says whether it is perturbed (list/scope, max_sample); `entry` is set to
+  // Counts the call and says whether it is perturbed (list/scope, max_sample; a call with no
+  // floating input to perturb is not checkable and uses no sample); `entry` is set to
   // "<api_type>.<n>.forward".
-  bool sample(const std::string& api_type, std::string& entry);
+  bool sample(const std::string& api_type, bool checkable, std::string& entry);
   // Appends the row of an output beyond its threshold (deviation: ratio - 1, or to_cpu's error).
   // A sign flip beyond the tolerance is reported as msprobe's "symbol_flipping".
   void report(const std::string& entry, double deviation, bool symbol_flipping,
