@@ -104,6 +104,9 @@ PYBIND11_MODULE(_C, m) {
              d["stats_computed"] = c.computed;
              d["stats_cached"] = c.cached;
              d["stats_bytes"] = c.bytes;
+             // Multi-tensor launches of device statistics and the leaves they summarised.
+             d["stats_batches"] = c.batches;
+             d["stats_batched"] = c.batched;
              return d;
            })
       .def(

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "capture/stats_batch_host.h"
 #include "core/stats.h"
 #include "torch/dtype_names.h"
 
@@ -39,14 +40,13 @@ bool env_flag(const char* name) {
   return v && v[0] == '1';
 }
 
-namespace {
-
-// t itself where its elements are exactly the numel ones from its data pointer (any dense order:
-// statistics do not depend on it; see CachedStats), else a contiguous copy. A lazily negated view
-// (_neg_view) is not its memory.
 at::Tensor dense_elements(const at::Tensor& t) {
   return !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
 }
+
+namespace {
+
+std::atomic<bool> g_kernel_broken{false};
 
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
 bool aten_route() {
@@ -65,9 +65,8 @@ bool has_own_memory(const at::Tensor& t) {
 // (dtype, or a launch error such as a GPU newer than the kernel's architectures: reported once,
 // and the ATen reductions take over).
 std::optional<at::Tensor> fused_reductions(const at::Tensor& t) {
-  static std::atomic<bool> broken{false};
   const DType dt = to_dtype(t.scalar_type());
-  if (aten_route() || dt == DType::kUnknown || broken.load(std::memory_order_relaxed) ||
+  if (aten_route() || dt == DType::kUnknown || g_kernel_broken.load(std::memory_order_relaxed) ||
       !has_own_memory(t))
     return std::nullopt;
   const at::Tensor c = dense_elements(t);
@@ -79,11 +78,7 @@ std::optional<at::Tensor> fused_reductions(const at::Tensor& t) {
       cuda_stats::enqueue_stats(c.data_ptr(), dt, c.numel(), work.data_ptr<double>(), stream);
   if (err == cuda_stats::kNotLaunched) return std::nullopt;
   if (err != 0) {
-    if (!broken.exchange(true))
-      std::fprintf(stderr,
-                   "numprobe: the fused CUDA statistics kernel failed to launch (CUDA error %d); "
-                   "using ATen reductions\n",
-                   err);
+    note_kernel_failure(err);
     return std::nullopt;
   }
   return work.narrow(0, int64_t{blocks} * 8, 8);
@@ -110,40 +105,40 @@ at::Tensor device_reductions(const at::Tensor& t) {
                     d.isneginf().sum().to(dbl), d.eq(0).sum().to(dbl)});
 }
 
-TensorStats unpack_reductions(const double* v, uint64_t count) {
-  TensorStats s;
-  s.count = count;
-  s.nan_count = static_cast<uint64_t>(v[4]);
-  const bool all_nan = s.nan_count == s.count;  // compute_stats: NaN extrema then
-  s.max = all_nan ? std::nan("") : v[0];
-  s.min = all_nan ? std::nan("") : v[1];
-  s.sum = v[2];
-  s.sumsq = v[3];
-  s.pos_inf_count = static_cast<uint64_t>(v[5]);
-  s.neg_inf_count = static_cast<uint64_t>(v[6]);
-  s.zero_count = static_cast<uint64_t>(v[7]);
-  return s;
+void note_kernel_failure(int cuda_error) {
+  if (!g_kernel_broken.exchange(true))
+    std::fprintf(stderr,
+                 "numprobe: the fused CUDA statistics kernel failed to launch (CUDA error %d); "
+                 "using ATen reductions\n",
+                 cuda_error);
+}
+
+bool fused_kernel_reads(const at::Tensor& t, DType dt) {
+#ifdef NUMPROBE_CUDA_STATS_KERNEL
+  return t.is_cuda() && !aten_route() && stats_batch::batchable(dt) &&
+         !g_kernel_broken.load(std::memory_order_relaxed) && has_own_memory(t);
+#else
+  (void)t;
+  (void)dt;
+  return false;
+#endif
 }
 
 void device_stats(const at::Tensor& t, TensorLeaf& leaf) {
   const at::Tensor packed = device_reductions(t).to(at::kCPU);
-  leaf.stats = unpack_reductions(packed.data_ptr<double>(), static_cast<uint64_t>(t.numel()));
+  leaf.stats =
+      stats_batch::stats_of_fields(packed.data_ptr<double>(), static_cast<uint64_t>(t.numel()));
 }
 
 namespace {
 
 // What arrived on the host: the eight reductions (packed), or the tensor's own elements.
 TensorStats stats_of_arrived(const void* host, bool packed, DType dtype, uint64_t count) {
-  if (packed) return unpack_reductions(static_cast<const double*>(host), count);
+  if (packed) return stats_batch::stats_of_fields(static_cast<const double*>(host), count);
   StatsOptions single;
   single.threads = 1;
   return compute_stats(host, count, dtype, single);
 }
-
-// CUDA tensors of up to this many elements are copied to pinned host memory and summarised there
-// by compute_stats (one transfer enqueued per tensor, the host's exact definitions); larger ones
-// are reduced on the device and only the eight results come back.
-constexpr int64_t kHostCopyMaxElements = int64_t{1} << 16;
 
 // A pinned host copy of t (contiguous, t's dtype) enqueued on t's stream, and the event after it
 // (the ATen route; without a device, a plain copy).

@@ -19,11 +19,13 @@ bool env_flag(const char* name);
 // (max and min ignoring NaN, sum, sum of squares, counts of NaN, +Inf, -Inf, zeros): the fused
 // CUDA kernel where built, else ATen ops. Nothing waits for the device.
 at::Tensor device_reductions(const at::Tensor& t);
-// Those eight values, arrived on the host, as TensorStats of count elements.
-TensorStats unpack_reductions(const double* v, uint64_t count);
-
 // The statistics of t computed on its device, waited for (t not on the CPU, or not strided).
 void device_stats(const at::Tensor& t, TensorLeaf& leaf);
+
+// CUDA tensors of up to this many elements are copied to pinned host memory and summarised there
+// by compute_stats (one transfer enqueued per tensor, the host's exact definitions); larger ones
+// are reduced on the device and only the eight results come back.
+constexpr int64_t kHostCopyMaxElements = int64_t{1} << 16;
 
 // Enqueues the copy of t's elements (small tensors) or of its eight reductions (large ones) to
 // the host; resolve() on the writer thread waits for it.
@@ -31,6 +33,17 @@ std::shared_ptr<DeferredStats> enqueue_stats(const at::Tensor& t, DType dt);
 
 // t's bytes (contiguous, its dtype) on their way to the host (tensor mode with async_dump).
 PendingTensorData copy_to_host_async(const at::Tensor& t);
+
+// t itself where its elements are exactly the numel ones from its data pointer (any dense order:
+// statistics do not depend on it; see CachedStats), else a contiguous copy. A lazily negated view
+// (_neg_view) is not its memory.
+at::Tensor dense_elements(const at::Tensor& t);
+
+// Whether the fused CUDA kernel may read t's memory as dtype dt (built, not switched off or
+// failed, t a CUDA tensor with memory of its own, a dtype the kernel reads).
+bool fused_kernel_reads(const at::Tensor& t, DType dt);
+// A launch of the kernel failed: reported once on stderr; the ATen reductions take over.
+void note_kernel_failure(int cuda_error);
 
 // Whether CUDA tensors are summarised by the fused kernel (built with nvcc) or by ATen ops.
 bool cuda_stats_kernel_built();

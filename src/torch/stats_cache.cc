@@ -51,7 +51,7 @@ std::atomic<uint64_t> g_generation{1};
 // block with plain relaxed stores; leaf_counters() sums the live blocks and what exited threads
 // left (a thread's block folds into g_retired_counts when the thread ends).
 struct alignas(64) LeafCountBlock {
-  std::atomic<uint64_t> computed{0}, cached{0}, bytes{0};
+  std::atomic<uint64_t> computed{0}, cached{0}, bytes{0}, batches{0}, batched{0};
 };
 std::mutex g_count_blocks_mu;
 std::vector<LeafCountBlock*> g_count_blocks;
@@ -72,6 +72,8 @@ struct ThreadCounts {
     bump(g_retired_counts.computed, block.computed.load(std::memory_order_relaxed));
     bump(g_retired_counts.cached, block.cached.load(std::memory_order_relaxed));
     bump(g_retired_counts.bytes, block.bytes.load(std::memory_order_relaxed));
+    bump(g_retired_counts.batches, block.batches.load(std::memory_order_relaxed));
+    bump(g_retired_counts.batched, block.batched.load(std::memory_order_relaxed));
     g_count_blocks.erase(std::find(g_count_blocks.begin(), g_count_blocks.end(), &block));
   }
 };
@@ -152,6 +154,12 @@ void count_bytes(uint64_t n) {
   bump(thread_counts().bytes, n);
 }
 
+void count_batch(uint64_t items) {
+  LeafCountBlock& b = thread_counts();
+  bump(b.batches, 1);
+  bump(b.batched, items);
+}
+
 void next_stats_generation() {
   g_generation.fetch_add(1, std::memory_order_relaxed);
 }
@@ -162,10 +170,14 @@ LeafCounters leaf_counters() {
   c.computed = g_retired_counts.computed.load(std::memory_order_relaxed);
   c.cached = g_retired_counts.cached.load(std::memory_order_relaxed);
   c.bytes = g_retired_counts.bytes.load(std::memory_order_relaxed);
+  c.batches = g_retired_counts.batches.load(std::memory_order_relaxed);
+  c.batched = g_retired_counts.batched.load(std::memory_order_relaxed);
   for (const LeafCountBlock* b : g_count_blocks) {
     c.computed += b->computed.load(std::memory_order_relaxed);
     c.cached += b->cached.load(std::memory_order_relaxed);
     c.bytes += b->bytes.load(std::memory_order_relaxed);
+    c.batches += b->batches.load(std::memory_order_relaxed);
+    c.batched += b->batched.load(std::memory_order_relaxed);
   }
   return c;
 }

@@ -34,15 +34,19 @@ void cache_put(const at::Tensor& t, const CacheKey& k, const TensorStats& stats,
 void next_stats_generation();
 
 // Process-wide counters of statistics leaves: computed by a pass over memory, taken from the
-// per-version cache, and the bytes the passes read.
+// per-version cache, the bytes the passes read, and the multi-tensor launches of device
+// statistics (stats_batch.h) with the leaves they summarised.
 struct LeafCounters {
   uint64_t computed = 0;
   uint64_t cached = 0;
   uint64_t bytes = 0;
+  uint64_t batches = 0;
+  uint64_t batched = 0;
 };
 LeafCounters leaf_counters();
 void count_cached();
 void count_computed();
 void count_bytes(uint64_t n);
+void count_batch(uint64_t items);
 
 }  // namespace numprobe::capture

@@ -10,6 +10,7 @@
 #include "core/stats.h"
 #include "torch/device_stats.h"
 #include "torch/dtype_names.h"
+#include "torch/stats_batch.h"
 #include "torch/stats_cache.h"
 
 namespace numprobe::capture {
@@ -99,7 +100,9 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
   }
   static const bool sync = env_flag("NUMPROBE_SYNC_DEVICE_STATS");
   if (t.is_cuda() || (on_cpu && defer_cpu)) {
-    leaf.deferred = enqueue_stats(t.detach(), dt);
+    const at::Tensor d = t.detach();
+    leaf.deferred = batch_stats(d, dt);  // with the other tensors of this section
+    if (!leaf.deferred) leaf.deferred = enqueue_stats(d, dt);
     if (!sync) {  // the values arrive on the writer thread
       if (use_cache) cache_put(t, key, leaf.stats, leaf.deferred);
       return;

@@ -23,6 +23,7 @@ import numprobe  # noqa: E402
 import tiny_models as tm  # noqa: E402
 from test_capture import (iter_leaves, load, relu_in_md5_mode,  # noqa: E402
                           run_async_dump_script, statistics_match_saved_tensors)
+from test_stats_batch import assert_inputs_before_the_calls, in_place_calls  # noqa: E402
 
 CUDA = torch.device("cuda")
 
@@ -169,7 +170,9 @@ def test_statistics_of_an_all_nan_cuda_tensor(tmp_path):
 
 
 @pytest.mark.parametrize("env", [{"NUMPROBE_ATEN_DEVICE_STATS": "1"},
-                                 {"NUMPROBE_CUDA_STAGING_MB": "1"}], ids=["aten", "tiny_ring"])
+                                 {"NUMPROBE_CUDA_STAGING_MB": "1"},
+                                 {"NUMPROBE_BATCH_DEVICE_STATS": "0"}],
+                         ids=["aten", "tiny_ring", "one_launch_per_tensor"])
 def test_the_other_routes_give_the_same_statistics(tmp_path, env):
     """The fused kernel and the pinned staging ring are the default where they were built. The
     ATen route (builds without nvcc, a kernel that fails to launch, a full ring) must give the
@@ -180,6 +183,26 @@ def test_the_other_routes_give_the_same_statistics(tmp_path, env):
                         "-k", "cuda_tensors_equal_the_host or all_nan_cuda or equal_numpy_on_cuda"],
                        env=dict(os.environ, **env), capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_a_gpt_step_is_summarised_in_multi_tensor_launches(tmp_path):
+    """Each recorded call's tensors (inputs, outputs, gradients) go to the GPU as one launch."""
+    if not numprobe._C.cuda_stats_kernel():
+        pytest.skip("built without the fused kernel")
+    model, batch = gpt_on_cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    dbg = numprobe.PrecisionDebugger(dump_path=tmp_path, level="mix")
+    dbg.start(model)
+    tm.gpt_step(model, opt, batch)
+    dbg.stop()
+    stats = dbg.stats()
+    dbg.close()
+    assert 100 < stats["stats_batched"] <= stats["stats_computed"], stats
+    assert stats["stats_batches"] * 2 < stats["stats_batched"], stats
+
+
+def test_in_place_calls_on_cuda_keep_their_inputs_as_they_were(tmp_path):
+    assert_inputs_before_the_calls(in_place_calls(tmp_path, "cuda", {}))
 
 
 def test_the_fused_kernel_is_built_where_nvcc_is_found():

@@ -13,6 +13,7 @@
 #include "numprobe/error.h"
 #include "torch/capture/aten_ops.h"
 #include "torch/capture/env_summary.h"
+#include "torch/stats_batch.h"
 #include "torch/stats_cache.h"
 #include "torch/tensor_leaf.h"
 
@@ -27,8 +28,11 @@ thread_local int t_internal = 0;
 
 InternalGuard::InternalGuard() {
   ++t_internal;
+  open_stats_section();
 }
+// The section's device statistics are launched while numprobe's ops are still ignored.
 InternalGuard::~InternalGuard() {
+  close_stats_section();
   --t_internal;
 }
 bool InternalGuard::inside() {
@@ -355,6 +359,7 @@ std::string TorchCapture::backward_of(const std::string& forward_name) {
 }
 
 void TorchCapture::submit(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent) {
+  seal_stats_batches();  // the writer never waits for a batch this thread has not launched
   std::lock_guard<std::mutex> lk(held_mu_);
   // A held module's parameters_grad goes before that module's backward (and after the backward
   // entries held before it); anything else comes after every held entry.
@@ -378,6 +383,7 @@ void TorchCapture::submit(EntryRecord&& rec, bool with_stack, std::optional<std:
 }
 
 void TorchCapture::submit_module_backward(EntryRecord&& rec, std::optional<std::string> parent) {
+  seal_stats_batches();
   std::lock_guard<std::mutex> lk(held_mu_);
   // "Module.fc.Linear.backward.0" -> "Module.fc.Linear.parameters_grad."
   std::string prefix = rec.name;

@@ -8,12 +8,13 @@
 
 #include <cstdint>
 
+#include "capture/stats_batch_plan.h"
 #include "torch/cuda/device_stats_kernel.h"
 
 namespace numprobe::capture::cuda_stats {
 namespace {
 
-constexpr int kFields = 8;  // max, min, sum, sumsq, nan, +inf, -inf, zero
+using stats_batch::kFields;
 constexpr int kWarps = kThreads / 32;
 
 // Integers and float/double convert as they are; the overloads below take the other types (a
@@ -37,19 +38,9 @@ __device__ __forceinline__ double as_double(BoolByte b) {
   return b.v != 0 ? 1.0 : 0.0;
 }
 
-__device__ __forceinline__ void identity(double (&a)[kFields]) {
-  a[0] = -CUDART_INF;
-  a[1] = CUDART_INF;
-#pragma unroll
-  for (int k = 2; k < kFields; ++k) a[k] = 0.0;
-}
-
-__device__ __forceinline__ void combine(double (&a)[kFields], const double (&b)[kFields]) {
-  a[0] = fmax(a[0], b[0]);
-  a[1] = fmin(a[1], b[1]);
-#pragma unroll
-  for (int k = 2; k < kFields; ++k) a[k] += b[k];
-}
+using stats_batch::accumulate;
+using stats_batch::combine;
+using stats_batch::identity;
 
 // Reduces every thread's accumulator; thread 0 writes the block's result to out[0..7].
 __device__ void block_reduce(double (&acc)[kFields], double* out) {
@@ -94,18 +85,7 @@ __global__ void __launch_bounds__(kThreads)
   identity(acc);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
-    const double v = as_double(data[i]);
-    if (isnan(v)) {
-      acc[4] += 1.0;
-    } else {
-      acc[0] = fmax(acc[0], v);
-      acc[1] = fmin(acc[1], v);
-      acc[5] += v == CUDART_INF ? 1.0 : 0.0;
-      acc[6] += v == -CUDART_INF ? 1.0 : 0.0;
-      acc[7] += v == 0.0 ? 1.0 : 0.0;
-    }
-    acc[2] += v;  // NaN propagates to the sum, as in compute_stats
-    acc[3] += v * v;
+    accumulate(acc, as_double(data[i]));
   }
   block_reduce(acc, partial + static_cast<int64_t>(blockIdx.x) * kFields);
 }
@@ -121,6 +101,81 @@ __global__ void __launch_bounds__(kThreads)
     combine(acc, p);
   }
   block_reduce(acc, out);
+}
+
+// ---- Many tensors in one launch (stats_batch_plan.h) --------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ void accumulate_share(const void* data, int64_t n, int64_t i,
+                                                 int64_t stride, double (&acc)[kFields]) {
+  const T* __restrict__ p = static_cast<const T*>(data);
+  for (; i < n; i += stride) accumulate(acc, as_double(p[i]));
+}
+
+// One block per (item, share): the table travels as a kernel parameter, so the launch needs no
+// copy of its own.
+__global__ void __launch_bounds__(kThreads)
+    batch_partial_stats(const stats_batch::Table table, double* __restrict__ partial) {
+  const int b = static_cast<int>(blockIdx.x);
+  const int k = stats_batch::item_of_block(table, b);
+  const stats_batch::Item& it = table.items[k];
+  const int64_t i = stats_batch::first_element(table, k, b, static_cast<int>(threadIdx.x));
+  const int64_t stride = stats_batch::element_stride(table, k);
+  double acc[kFields];
+  identity(acc);
+  switch (static_cast<DType>(it.dtype)) {  // one dtype per block: no divergence
+    case DType::kF64:
+      accumulate_share<double>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kF32:
+      accumulate_share<float>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kF16:
+      accumulate_share<__half>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kBF16:
+      accumulate_share<__nv_bfloat16>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kI8:
+      accumulate_share<int8_t>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kI16:
+      accumulate_share<int16_t>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kI32:
+      accumulate_share<int32_t>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kI64:
+      accumulate_share<int64_t>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kU8:
+      accumulate_share<uint8_t>(it.data, it.n, i, stride, acc);
+      break;
+    case DType::kBool:
+      accumulate_share<BoolByte>(it.data, it.n, i, stride, acc);
+      break;
+    default:  // never added (stats_batch::batchable)
+      break;
+  }
+  block_reduce(acc, partial + static_cast<int64_t>(b) * kFields);
+}
+
+// One block per item: its blocks' partials, in block order.
+__global__ void __launch_bounds__(kThreads)
+    batch_final_stats(const stats_batch::Table table, const double* __restrict__ partial,
+                      double* __restrict__ out) {
+  const int k = static_cast<int>(blockIdx.x);
+  const int first = table.items[k].first_block;
+  const int blocks = stats_batch::item_blocks(table, k);
+  double acc[kFields];
+  identity(acc);
+  for (int b = threadIdx.x; b < blocks; b += kThreads) {
+    double p[kFields];
+#pragma unroll
+    for (int f = 0; f < kFields; ++f) p[f] = partial[static_cast<int64_t>(first + b) * kFields + f];
+    combine(acc, p);
+  }
+  block_reduce(acc, out + static_cast<int64_t>(k) * kFields);
 }
 
 template <typename T>
@@ -161,6 +216,22 @@ int enqueue_stats(const void* data, DType dtype, int64_t n, double* work, void* 
     default:  // float8 and unknown dtypes: the ATen reductions
       return kNotLaunched;
   }
+}
+
+int enqueue_batch_stats(const stats_batch::Table& table, double* work, void* stream) {
+  if (table.count == 0) return 0;
+  if (cudaPeekAtLastError() != cudaSuccess) return kNotLaunched;
+  const auto s = static_cast<cudaStream_t>(stream);
+  double* out = work + static_cast<int64_t>(table.blocks) * kFields;
+  if (table.blocks == table.count) {
+    // One block per item (every item <= kThreads * kPerThread elements): a block's partial is
+    // its item's result, and one launch is enough.
+    batch_partial_stats<<<table.blocks, kThreads, 0, s>>>(table, out);
+  } else {
+    batch_partial_stats<<<table.blocks, kThreads, 0, s>>>(table, work);
+    batch_final_stats<<<table.count, kThreads, 0, s>>>(table, work, out);
+  }
+  return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace numprobe::capture::cuda_stats

@@ -4,19 +4,14 @@
 
 #include <cstdint>
 
+#include "capture/stats_batch_plan.h"
 #include "numprobe/dtype.h"
 
 namespace numprobe::capture::cuda_stats {
 
-constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 1024;
-
-// Blocks of the first pass for n elements: at least 8 elements per thread, at most kMaxBlocks.
-constexpr int blocks_for(int64_t n) {
-  const int64_t per_block = int64_t{kThreads} * 8;
-  const int64_t b = (n + per_block - 1) / per_block;
-  return b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : static_cast<int>(b));
-}
+// One tensor's launch uses the batch plan's block shape and block count (stats_batch_plan.h).
+using stats_batch::blocks_for;
+using stats_batch::kThreads;
 
 // Enqueues on `stream` the statistics of the n elements from `data` (device memory, any order):
 // `work` holds (blocks_for(n) + 1) * 8 doubles of device memory; the last eight receive max and
@@ -27,5 +22,12 @@ constexpr int blocks_for(int64_t n) {
 // (float8, unknown).
 constexpr int kNotLaunched = -1;
 int enqueue_stats(const void* data, DType dtype, int64_t n, double* work, void* stream);
+
+// Enqueues on `stream` the statistics of every item of `table` (device memory, dense) in two
+// launches, one where every item fits one block (stats_batch_plan.h): `work` holds (table.blocks +
+// table.count) * 8 doubles of device memory; item k's eight reductions land at work + (table.blocks
+// + k) * 8, the same fields as enqueue_stats. Returns 0, kNotLaunched (an earlier CUDA error is
+// pending) or the CUDA error of the launches (cleared).
+int enqueue_batch_stats(const stats_batch::Table& table, double* work, void* stream);
 
 }  // namespace numprobe::capture::cuda_stats

@@ -24,6 +24,22 @@ struct StagedCopy {
 // call fails; the caller then takes the ATen route.
 bool stage_copy(const void* src, size_t bytes, int device, void* stream, StagedCopy& out);
 
+// The same copy without an event of its own (out.event stays null): the caller records one
+// covering event on the same stream after any number of such copies (record_pooled_event) and
+// waits for that one instead. Never pass such a copy to staged_ready.
+bool stage_copy_uncovered(const void* src, size_t bytes, int device, void* stream, StagedCopy& out);
+
+// An event from the pool recorded on `stream` (the caller made `device` current): complete once
+// everything enqueued on the stream before it is. nullptr when CUDA refuses (the caller then
+// waits for the stream instead).
+void* record_pooled_event(int device, void* stream);
+// Waits until everything enqueued on `stream` has completed (when no event could be recorded).
+void wait_for_stream(void* stream);
+// Whether it has completed; never blocks. A failed device counts as complete.
+bool pooled_event_ready(void* event);
+// Back to the pool (complete, or never waited for and no longer needed).
+void release_pooled_event(int device, void* event);
+
 // Whether the copy has arrived (the event has completed). Never blocks.
 bool staged_ready(const StagedCopy& c);
 

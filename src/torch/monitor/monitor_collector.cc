@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "capture/stats_batch_host.h"
 #include "monitor/step_rows.h"
 #include "torch/device_stats.h"
 #include "torch/stats_cache.h"
@@ -164,7 +165,7 @@ std::vector<monitor::AnomalyEvent> MonitorCollector::finish_step(int64_t step) {
   for (auto& p : rows_) {
     if (p.slot >= 0) {
       const double* v = host[p.slot].data_ptr<double>();
-      p.stats = unpack_reductions(v, p.count);
+      p.stats = capture::stats_batch::stats_of_fields(v, p.count);
       p.has_stats = true;
       if (want_zeros_) p.near_zero = v[8];
     }
