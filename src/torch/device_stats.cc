@@ -40,6 +40,11 @@ bool env_flag(const char* name) {
   return v && v[0] == '1';
 }
 
+bool has_own_memory(const at::Tensor& t) {
+  return t.has_storage() && !t._is_zerotensor() && !t.key_set().has(c10::DispatchKey::Python) &&
+         t.data_ptr() != nullptr;
+}
+
 at::Tensor dense_elements(const at::Tensor& t) {
   return !t.is_neg() && t.is_non_overlapping_and_dense() ? t : t.resolve_neg().contiguous();
 }
@@ -52,13 +57,6 @@ std::atomic<bool> g_kernel_broken{false};
 bool aten_route() {
   static const bool on = env_flag("NUMPROBE_ATEN_DEVICE_STATS");
   return on;
-}
-
-// Whether t's elements are real memory at its data pointer that raw CUDA calls may read: not an
-// efficient zero tensor (no memory), not a Python tensor subclass (DTensor, FakeTensor).
-bool has_own_memory(const at::Tensor& t) {
-  return t.has_storage() && !t._is_zerotensor() && !t.key_set().has(c10::DispatchKey::Python) &&
-         t.data_ptr() != nullptr;
 }
 
 // The eight reductions by the fused kernel on t's current stream; nullopt where it cannot run

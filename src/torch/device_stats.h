@@ -34,6 +34,11 @@ std::shared_ptr<DeferredStats> enqueue_stats(const at::Tensor& t, DType dt);
 // t's bytes (contiguous, its dtype) on their way to the host (tensor mode with async_dump).
 PendingTensorData copy_to_host_async(const at::Tensor& t);
 
+// Whether t's elements are real memory at its data pointer that raw reads (CUDA calls, the host
+// run of a batch) may read: not an efficient zero tensor (no memory), not a Python tensor
+// subclass (DTensor, FakeTensor).
+bool has_own_memory(const at::Tensor& t);
+
 // t itself where its elements are exactly the numel ones from its data pointer (any dense order:
 // statistics do not depend on it; see CachedStats), else a contiguous copy. A lazily negated view
 // (_neg_view) is not its memory.

@@ -1,6 +1,9 @@
 #include "torch/stats_batch.h"
 
 #include <ATen/Functions.h>
+#include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/StreamGuard.h>
 
 #include <array>
 #include <atomic>
@@ -8,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -32,12 +36,22 @@ namespace {
 using stats_batch::kFields;
 using stats_batch::kMaxItems;
 
+// Sections of at most this many small tensors are copied tensor by tensor (a copy each) rather
+// than reduced (a launch, then a copy of the results): two copies cost about what a launch and a
+// copy do, and the host kernel's statistics are exact.
+constexpr int kMaxCopiedItems = 2;
+
 void pause() {
   std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
-// One event recorded after a thread's launches on one stream: it covers every batch launched
-// there before it (stream order). Back to the pool when the last batch it covers lets go.
+// Launches that need a covering event are numbered in launch order (over all threads): a batch
+// numbered n was enqueued on its stream before the counter reached n.
+std::atomic<uint64_t> g_launches{0};
+
+// One event recorded on a stream by the thread that waits (the writer): it covers every batch
+// launched there before it was recorded (stream order), so one event serves the many batches the
+// writer meets after it. Back to the pool when the last batch that uses it lets go.
 struct Cover {
   void* event = nullptr;  // null: nothing to wait for (host runs; a stream that was waited for)
   int device = -1;
@@ -71,8 +85,9 @@ class BatchItem final : public DeferredStats {
 };
 
 // One section's results, shared by the leaves of its items through aliasing pointers to their
-// BatchItem: one allocation per section, none per tensor. The launch and the cover are made by
-// the thread that gathered the section; resolve() runs on any thread (the writer, mostly).
+// BatchItem: one allocation per section, none per tensor. The thread that gathered the section
+// launches it; resolve() runs on any thread (the writer, mostly) and finds or records the event
+// that covers it.
 class Batch {
  public:
   Batch() = default;
@@ -90,39 +105,37 @@ class Batch {
 
   // Set by the launch before `launched` is released.
   std::atomic<bool> launched{false};
-  bool needs_cover = false;  // its results arrive through the ring, without an event of their own
-  bool raw = false;          // the ring holds a lone tensor's elements, not eight reductions
-  DType raw_dtype = DType::kUnknown;
+  bool needs_cover = false;    // its results arrive through the ring, without an event of their own
+  uint64_t launch_number = 0;  // where needs_cover: its place in g_launches
+  bool copied = false;         // the ring holds each item's elements, not eight reductions each
+  DType copied_dtype[kMaxCopiedItems] = {};
   std::vector<double> fields;                              // host runs: filled at the launch
   std::vector<std::shared_ptr<DeferredStats>> per_tensor;  // the batch did not launch: own routes
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
-  cuda_stats::StagedCopy staged;
+  cuda_stats::StagedCopy staged;                                 // the kernel's results
+  std::array<cuda_stats::StagedCopy, kMaxCopiedItems> copies{};  // or the items' elements
 #endif
   PendingTensorData aten_copy;  // the results through an ATen copy (the ring was full)
-
-  // Set by the cover before `covered` is released, under cover_mu.
-  std::shared_ptr<Cover> cover;
-  std::atomic<bool> covered{false};
-  std::mutex cover_mu;
 
  private:
   void arrive();
 
   std::mutex mu_;  // the first resolve unpacks for every item
   bool arrived_ = false;
+  std::shared_ptr<Cover> cover_;
   std::vector<TensorStats> results_;
 };
 
-// What this thread has gathered since its outermost section opened, and its launched batches
-// that no event covers yet.
+// What this thread has gathered since its outermost section opened.
 struct Section {
   int depth = 0;
   std::shared_ptr<Batch> batch;  // null: nothing gathered
   stats_batch::Table table;
   std::vector<at::Tensor> keep;  // the items' memory, alive until the launch has read it
   c10::Device device{c10::kCPU};
-  void* stream = nullptr;
-  std::vector<std::shared_ptr<Batch>> uncovered;
+  void* stream = nullptr;                 // the raw stream the kernel and copies go on
+  std::optional<c10::Stream> c10_stream;  // the same, for ATen's allocations and fallbacks
+  bool exiting = false;                   // the thread's end: its counters are gone
 
   ~Section();
 };
@@ -138,18 +151,30 @@ TensorStats nan_stats(uint64_t count) {
 }
 
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
-// The section on its stream: a lone small tensor's elements copied into the ring, else the
-// kernel over the table and its results copied into the ring; neither with an event (the cover
-// adds one). False when nothing was enqueued.
-bool launch_on_device(const Section& s, Batch& b, bool alone) {
-  const c10::DeviceGuard on_device(s.device);
-  if (alone) {
-    const at::Tensor& t = s.keep.front();
-    b.raw = true;
-    b.raw_dtype = static_cast<DType>(s.table.items[0].dtype);
-    b.needs_cover = cuda_stats::stage_copy_uncovered(
-        t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size(), s.device.index(), s.stream,
-        b.staged);
+// Each item's elements into the ring, without events; false (nothing left in flight) when the
+// ring has no room.
+bool copy_each(const Section& s, Batch& b) {
+  for (int k = 0; k < s.table.count; ++k) {
+    const at::Tensor& t = s.keep[static_cast<size_t>(k)];
+    b.copied_dtype[k] = static_cast<DType>(s.table.items[k].dtype);
+    if (!cuda_stats::stage_copy_uncovered(t.data_ptr(),
+                                          static_cast<size_t>(t.numel()) * t.element_size(),
+                                          s.device.index(), s.stream, b.copies[k])) {
+      if (k > 0) cuda_stats::wait_for_stream(s.stream);  // the earlier copies are in flight
+      for (int j = 0; j < k; ++j) cuda_stats::release_staged(b.copies[j]);
+      return false;
+    }
+  }
+  b.copied = true;
+  return true;
+}
+
+// The section on its stream: its tensors copied (copy_each), or the kernel over the table and its
+// results copied into the ring; no event (the resolving thread records one that covers it). False
+// when nothing was enqueued.
+bool launch_on_device(const Section& s, Batch& b, bool copied) {
+  if (copied) {
+    b.needs_cover = copy_each(s, b);
     return b.needs_cover;
   }
   const int64_t results = int64_t{s.table.count} * kFields;
@@ -162,7 +187,7 @@ bool launch_on_device(const Section& s, Batch& b, bool alone) {
     note_kernel_failure(err);
     return false;
   }
-  count_batch(static_cast<uint64_t>(s.table.count));
+  if (!s.exiting) count_batch(static_cast<uint64_t>(s.table.count));
   // `work` may be freed once enqueued: the caching allocator hands its memory only to work
   // ordered after this on the same stream.
   b.needs_cover = cuda_stats::stage_copy_uncovered(work.data_ptr<double>() + first_result,
@@ -173,43 +198,58 @@ bool launch_on_device(const Section& s, Batch& b, bool alone) {
 }
 #endif
 
+// The per-tensor route (ATen reductions and copies) for every item; an item that fails there too
+// resolves as all-NaN rather than lose the step.
+void each_by_its_own_route(const Section& s, Batch& b) {
+  b.per_tensor.assign(static_cast<size_t>(s.table.count), nullptr);
+  for (int k = 0; k < s.table.count; ++k) {
+    try {
+      b.per_tensor[static_cast<size_t>(k)] =
+          enqueue_stats(s.keep[static_cast<size_t>(k)], static_cast<DType>(s.table.items[k].dtype));
+    } catch (const std::exception&) {
+    }
+  }
+}
+
 void launch(Section& s) {
   if (!s.batch) return;
   std::shared_ptr<Batch> b = std::move(s.batch);
-  // A section of one small tensor: its elements are copied as they are (one copy, the host's
-  // exact statistics), as the per-tensor route does, but without an event of its own.
-  const bool alone = s.table.count == 1 && s.table.items[0].n <= kHostCopyMaxElements;
+  bool copied = s.table.count <= kMaxCopiedItems;
+  for (int k = 0; k < s.table.count; ++k)
+    copied = copied && s.table.items[k].n <= kHostCopyMaxElements;
+  // numprobe's own ops: no autograd, invisible to RecordFunction observers (profilers), and on
+  // the stream the section's tensors were gathered on (the caching allocator ties `work` to the
+  // current stream; the kernel must run on the same one).
+  const at::NoGradGuard no_grad;
+  const at::RecordFunctionGuard no_record(false);
+  std::optional<c10::StreamGuard> on_stream;
+  if (s.c10_stream) on_stream.emplace(*s.c10_stream);
   try {
     bool done = false;
     if (s.device.is_cpu()) {
-      // The host run of the kernel's plan (NUMPROBE_DEFER_CPU_STATS=1). It waits for a cover
-      // like a device batch, so the tests hold the covering to what the device needs.
+      // The host run of the kernel's plan (NUMPROBE_DEFER_CPU_STATS=1), numbered and covered
+      // like a device batch (with no event to wait for) so the tests run that bookkeeping too.
       b->fields.resize(static_cast<size_t>(s.table.count) * kFields);
       stats_batch::run_on_host(s.table, b->fields.data());
-      if (!alone) count_batch(static_cast<uint64_t>(s.table.count));
+      if (!copied && !s.exiting) count_batch(static_cast<uint64_t>(s.table.count));
       b->needs_cover = true;
       done = true;
     }
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
     else {
-      done = launch_on_device(s, *b, alone);
+      done = launch_on_device(s, *b, copied);
     }
 #endif
-    if (!done) {  // each tensor by its own route (the ATen reductions)
-      b->per_tensor.resize(static_cast<size_t>(s.table.count));
-      for (int k = 0; k < s.table.count; ++k)
-        b->per_tensor[static_cast<size_t>(k)] = enqueue_stats(
-            s.keep[static_cast<size_t>(k)], static_cast<DType>(s.table.items[k].dtype));
-    }
+    if (!done) each_by_its_own_route(s, *b);
   } catch (const std::exception&) {
-    // A failed allocation or copy: the items resolve as all-NaN rather than lose the step.
+    // A failed allocation or launch: each tensor by its own route.
     b->needs_cover = false;
-    b->per_tensor.assign(static_cast<size_t>(s.table.count), nullptr);
+    each_by_its_own_route(s, *b);
   }
   s.keep.clear();
   s.table.count = 0;
   s.table.blocks = 0;
-  if (b->needs_cover) s.uncovered.push_back(b);
+  if (b->needs_cover) b->launch_number = g_launches.fetch_add(1, std::memory_order_acq_rel) + 1;
   b->launched.store(true, std::memory_order_release);
 }
 
@@ -230,33 +270,33 @@ std::shared_ptr<Cover> cover_after(const Batch& b) {
   return c;
 }
 
-void set_cover(Batch& b, std::shared_ptr<Cover> c) {
-  std::lock_guard<std::mutex> lk(b.cover_mu);
-  if (b.covered.load(std::memory_order_relaxed)) return;
-  b.cover = std::move(c);
-  b.covered.store(true, std::memory_order_release);
-}
-
-// One event per stream after this thread's uncovered batches, handed to each of them.
-void cover_all(Section& s) {
-  std::vector<std::pair<void*, std::shared_ptr<Cover>>> per_stream;
-  for (const std::shared_ptr<Batch>& b : s.uncovered) {
-    std::shared_ptr<Cover> c;
-    for (auto& [stream, cover] : per_stream)
-      if (stream == b->stream) c = cover;
-    if (!c) {
-      c = cover_after(*b);
-      per_stream.emplace_back(b->stream, c);
-    }
-    set_cover(*b, std::move(c));
+// The event that covers b, for the thread that waits: the one it recorded last on b's stream
+// where that was recorded after b's launch, else a new one (whose number is read before it is
+// recorded, so every batch numbered up to it was enqueued before the event).
+std::shared_ptr<Cover> covering(const Batch& b) {
+  struct Last {
+    c10::Device device;
+    void* stream;
+    uint64_t launches;
+    std::shared_ptr<Cover> cover;
+  };
+  thread_local std::vector<Last> t_last;
+  for (Last& l : t_last) {
+    if (l.device != b.device || l.stream != b.stream) continue;
+    if (b.launch_number <= l.launches) return l.cover;
+    l.launches = g_launches.load(std::memory_order_acquire);
+    l.cover = cover_after(b);
+    return l.cover;
   }
-  s.uncovered.clear();
+  const uint64_t launches = g_launches.load(std::memory_order_acquire);
+  t_last.push_back(Last{b.device, b.stream, launches, cover_after(b)});
+  return t_last.back().cover;
 }
 
 Section::~Section() {
+  exiting = true;
   try {
     launch(*this);  // a thread that ends inside a section: its leaves still get their values
-    cover_all(*this);
   } catch (...) {
   }
 }
@@ -276,21 +316,27 @@ void Batch::arrive() {
     return;
   }
   const double* v = fields.empty() ? nullptr : fields.data();
+  if (needs_cover) {
+    cover_ = covering(*this);
+    while (!cover_->ready()) pause();
+  }
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
   if (staged.reserved != 0) {
-    while (!cover->ready()) pause();
-    if (raw) {
-      StatsOptions single;
-      single.threads = 1;
-      results_[0] = compute_stats(staged.host, counts[0], raw_dtype, single);
-      cuda_stats::release_staged(staged);
-      cover.reset();
-      return;
-    }
     fields.assign(static_cast<const double*>(staged.host),
                   static_cast<const double*>(staged.host) + static_cast<size_t>(count) * kFields);
     cuda_stats::release_staged(staged);
     v = fields.data();
+  }
+  if (copied) {
+    StatsOptions single;
+    single.threads = 1;
+    for (int k = 0; k < count; ++k) {
+      results_[static_cast<size_t>(k)] =
+          compute_stats(copies[k].host, counts[k], copied_dtype[k], single);
+      cuda_stats::release_staged(copies[k]);
+    }
+    cover_.reset();
+    return;
   }
 #endif
   if (!v) v = static_cast<const double*>(aten_copy.bytes());
@@ -299,30 +345,23 @@ void Batch::arrive() {
         stats_batch::stats_of_fields(v + static_cast<size_t>(k) * kFields, counts[k]);
   aten_copy = PendingTensorData();
   fields.clear();
-  cover.reset();
+  cover_.reset();
 }
 
 TensorStats Batch::resolve(int k) {
   if (!launched.load(std::memory_order_acquire)) {
     if (t_section.batch.get() == this)
       launch(t_section);  // the gathering thread needs the values now (overflow_check)
-    while (!launched.load(std::memory_order_acquire)) pause();
-  }
-  if (needs_cover && !covered.load(std::memory_order_acquire)) {
-    cover_all(t_section);  // covers this batch if this thread launched it
-    // Another thread's: its next submit covers it. Entries reach the writer only after one, so
-    // waiting long means a path that skipped it; an event recorded from here covers the batch as
-    // well (the launch is in the stream before it), so the writer never hangs on one.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    while (!covered.load(std::memory_order_acquire)) {
-      if (std::chrono::steady_clock::now() > give_up) {
+    // Another thread's section: entries reach the writer only after a submit, which launches
+    // first, so this wait is short. A long one means a path that skipped that: say so once.
+    const auto long_wait = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!launched.load(std::memory_order_acquire)) {
+      if (std::chrono::steady_clock::now() > long_wait) {
         static std::atomic<bool> told{false};
         if (!told.exchange(true))
           std::fprintf(stderr,
-                       "numprobe: internal: a statistics batch reached the writer uncovered; "
-                       "covered there\n");
-        set_cover(*this, cover_after(*this));
-        break;
+                       "numprobe: internal: waiting for a statistics batch its thread has not "
+                       "launched\n");
       }
       pause();
     }
@@ -337,10 +376,12 @@ TensorStats Batch::resolve(int k) {
 
 Batch::~Batch() {
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
-  // Never resolved (its leaves dropped): the copy may still be writing into the ring.
-  if (staged.reserved != 0) {
-    while (cover && !cover->ready()) pause();
+  // Never resolved (its leaves dropped): the copies may still be writing into the ring.
+  if (staged.reserved != 0 || copies[0].reserved != 0) {
+    const std::shared_ptr<Cover> done = cover_ ? cover_ : cover_after(*this);
+    while (!done->ready()) pause();
     cuda_stats::release_staged(staged);
+    for (auto& c : copies) cuda_stats::release_staged(c);
   }
 #endif
 }
@@ -357,9 +398,7 @@ void close_stats_section() {
 }
 
 void seal_stats_batches() {
-  Section& s = t_section;
-  launch(s);
-  if (!s.uncovered.empty()) cover_all(s);
+  launch(t_section);
 }
 
 std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt) {
@@ -370,13 +409,16 @@ std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt) {
   Section& s = t_section;
   if (off || s.depth == 0 || !stats_batch::batchable(dt) || t.numel() == 0) return nullptr;
   void* stream = nullptr;
+  std::optional<c10::Stream> c10_stream;
   if (t.device().is_cpu()) {
     static const bool defer_cpu = env_flag("NUMPROBE_DEFER_CPU_STATS");
-    if (!defer_cpu || t.layout() != c10::kStrided) return nullptr;
+    if (!defer_cpu || t.layout() != c10::kStrided || !has_own_memory(t)) return nullptr;
   } else {
 #ifdef NUMPROBE_CUDA_STATS_KERNEL
     if (!fused_kernel_reads(t, dt)) return nullptr;
-    stream = c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(t.device().index());
+    stream = current.stream();
+    c10_stream = current.unwrap();
 #else
     return nullptr;
 #endif
@@ -388,6 +430,7 @@ std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt) {
     s.batch = std::make_shared<Batch>();
     s.device = t.device();
     s.stream = stream;
+    s.c10_stream = c10_stream;
     s.batch->device = s.device;
     s.batch->stream = stream;
   }

@@ -2,20 +2,20 @@
 // the tensors a capture records inside one InternalGuard section (a call's inputs before the call
 // runs; its outputs, or a backward entry's gradients, after) become one multi-tensor launch of the
 // fused kernel (stats_batch_plan.h) and one copy of its results into the pinned staging ring; a
-// section of one small tensor becomes one copy of its elements. No event per section: when the
-// thread submits an entry, one pooled event recorded on the stream covers every section launched
-// there since the last one. So the training thread pays a table entry per tensor, a launch and a
-// copy per section, and an event per entry; the writer thread waits for that event once and
-// unpacks every leaf's values.
+// section of one or two small tensors becomes one copy of each tensor's elements. The training
+// thread records no event: the thread that resolves a leaf (the writer) records one on the
+// stream, which covers every batch launched there before it (stream order), and reuses it for
+// every later batch it covers. So the training thread pays a table row per tensor and a launch
+// and a copy per section; the writer waits for an event per stretch of entries.
 //
 // A section is launched when it closes (the outermost InternalGuard), so every tensor is read in
 // stream order before anything the training step enqueues after the section: an in-place op
 // after a call's inputs were recorded cannot change them. Also launched: when the table is full,
-// when a tensor of another device or stream arrives, and when the thread seals (submits an entry)
-// or resolves one of its own leaves (overflow_check). The writer never sees a leaf whose batch is
-// not launched and covered: entries reach it only through a submit, which seals first.
+// when a tensor of another device or stream arrives, when the thread submits an entry (so the
+// writer never waits for a batch that is not launched) and when it resolves one of its own leaves
+// (overflow_check).
 //
-// CPU tensors under NUMPROBE_DEFER_CPU_STATS=1 are batched and covered the same way, and the plan
+// CPU tensors under NUMPROBE_DEFER_CPU_STATS=1 are batched and numbered the same way, and the plan
 // runs on the host at launch (stats_batch_host.h): the test route for machines without a GPU.
 // NUMPROBE_BATCH_DEVICE_STATS=0 turns batching off (a copy or reduction and an event per tensor).
 #pragma once
@@ -37,8 +37,8 @@ void close_stats_section();
 // not read, no kernel built): the caller takes the per-tensor route.
 std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt);
 
-// Launches this thread's gathered tensors now and records the event that covers its launched
-// sections (nothing when none are waiting). Before an entry reaches the writer.
+// Launches this thread's gathered tensors now (nothing when none are waiting). Before an entry
+// reaches the writer.
 void seal_stats_batches();
 
 }  // namespace numprobe::capture

@@ -359,7 +359,7 @@ std::string TorchCapture::backward_of(const std::string& forward_name) {
 }
 
 void TorchCapture::submit(EntryRecord&& rec, bool with_stack, std::optional<std::string> parent) {
-  seal_stats_batches();  // the writer never waits for a batch this thread has not launched
+  seal_stats_batches();  // the writer never waits for a batch its thread has not launched
   std::lock_guard<std::mutex> lk(held_mu_);
   // A held module's parameters_grad goes before that module's backward (and after the backward
   // entries held before it); anything else comes after every held entry.

@@ -106,6 +106,8 @@ bool stage_copy(const void* src, size_t bytes, int device, void* stream, StagedC
 }
 
 void* record_pooled_event(int device, void* stream) {
+  // An error left by earlier work is torch's to report; the caller waits for the stream instead.
+  if (cudaPeekAtLastError() != cudaSuccess) return nullptr;
   cudaEvent_t ev = take_event(device);
   if (!ev) return nullptr;
   if (cudaEventRecord(ev, static_cast<cudaStream_t>(stream)) != cudaSuccess) {
@@ -117,7 +119,8 @@ void* record_pooled_event(int device, void* stream) {
 }
 
 void wait_for_stream(void* stream) {
-  if (cudaStreamSynchronize(static_cast<cudaStream_t>(stream)) != cudaSuccess) cudaGetLastError();
+  // An error it returns belongs to the work on the stream: left for torch to report.
+  (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
 }
 
 bool pooled_event_ready(void* event) {
