@@ -86,14 +86,14 @@ def _hook_machinery_codes():
 
 def _install_property_shortcuts():
     """Tensor properties (p.grad, .grad_fn, .is_sparse: 1,800 reads per step of a 100-layer
-    optimizer step) skip torch 1.13's mode dispatch while numprobe's direct mode is the only
-    mode; numprobe records no property (see python/src/direct_mode.h).
-    NUMPROBE_PROPERTY_SHORTCUT=0 turns this off."""
+    optimizer step) skip torch's mode dispatch while numprobe's mode is the only mode; numprobe
+    records no property (see python/src/direct_mode.h). NUMPROBE_PROPERTY_SHORTCUT=0 turns this
+    off."""
     global _SHORTCUTS
     if os.environ.get("NUMPROBE_PROPERTY_SHORTCUT", "1") == "0":
         return
     if _SHORTCUTS is None:
-        base = torch._C._TensorBase
+        base = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
         _SHORTCUTS = {name: _C.property_shortcut(d) for name, d in vars(base).items()
                       if type(d) is types.GetSetDescriptorType and name not in vars(torch.Tensor)
                       and not name.startswith("__")}
@@ -430,6 +430,9 @@ class PrecisionDebugger:
             return
         self._mode = _ApiMode()
         self._mode.__enter__()
+        if torch._C._len_torch_function_stack() == 1:  # numprobe's mode alone (no user mode)
+            _C.set_direct_mode(self._mode, None)
+            _install_property_shortcuts()
         self._arm_api_sites()
 
     def _arm_api_sites(self):
@@ -447,6 +450,8 @@ class PrecisionDebugger:
             _C.set_direct_mode(None, None)
             self._direct_entry = None
         elif self._mode is not None:
+            _remove_property_shortcuts()
+            _C.set_direct_mode(None, None)
             c = torch._C
             depth = c._len_torch_function_stack()
             if depth and c._get_function_stack_at(depth - 1) is self._mode:

@@ -1,11 +1,12 @@
 #include "direct_mode.h"
 
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/python_torch_function_mode.h>
 #include <torch/version.h>
 
-#if TORCH_VERSION_MAJOR < 2
-#include <ATen/PythonTorchFunctionTLS.h>
-#include <torch/csrc/utils/python_torch_function_mode.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/PyInterpreter.h>
 #endif
 
 namespace numprobe::python {
@@ -16,26 +17,24 @@ PyObject* g_entry = nullptr;
 PyObject* g_stack_dispatch = nullptr;
 uint64_t g_shortcut_reads = 0;  // under the GIL
 
-#if TORCH_VERSION_MAJOR < 2
 using at::impl::PythonTorchFunctionTLS;
 
 PyObject* stack_object(int64_t index) {
   return PythonTorchFunctionTLS::get_stack_at(index)->ptr(getPyInterpreter());
 }
 
-// numprobe's entry is alone on this thread's mode stack: every mode call goes to numprobe. (The
-// C++ mode object itself changes: torch's Python-side dispatch sets a new _DirectMode after each
-// call. Other threads have their own stacks.)
+// numprobe's entry is alone on this thread's mode stack: every mode call goes to numprobe. (On
+// torch 1.13 the C++ mode object itself changes: torch's Python-side dispatch sets a new
+// _DirectMode after each call. Other threads have their own stacks.)
 bool only_numprobe_mode() {
   return g_entry && PythonTorchFunctionTLS::stack_len() == 1 && stack_object(0) == g_entry;
 }
-#endif
 
-// Why the shortcut: in torch 1.13 an active torch function mode sends every property read (an
-// optimizer reads p.grad seven times per parameter and step) through handle_torch_function_getter
-// into the mode: ~520 ns a read instead of ~60 ns, 1,800 reads per step of the per-op benchmark.
-// numprobe's mode records no property, so while it is the only mode that detour has no
-// observable effect.
+// Why the shortcut: an active torch function mode sends every property read (an optimizer reads
+// p.grad seven times per parameter and step) through handle_torch_function_getter into the mode:
+// in torch 1.13 ~520 ns a read instead of ~60 ns, 1,800 reads per step of the per-op benchmark;
+// torch 2.x does the same. numprobe's mode records no property, so while it is the only mode that
+// detour has no observable effect.
 struct Shortcut {
   PyObject_HEAD PyObject* original;  // never null (new_property_shortcut)
 };
@@ -43,13 +42,11 @@ struct Shortcut {
 PyObject* shortcut_get(PyObject* self, PyObject* obj, PyObject* type) {
   PyObject* original = reinterpret_cast<Shortcut*>(self)->original;
   descrgetfunc get = Py_TYPE(original)->tp_descr_get;
-#if TORCH_VERSION_MAJOR < 2
   if (obj && obj != Py_None && THPVariable_CheckExact(obj) && only_numprobe_mode()) {
     torch::overrides::StashTorchFunctionModeGuard no_mode;
     ++g_shortcut_reads;
     return get(original, obj, type);
   }
-#endif
   return get(original, obj, type);
 }
 
@@ -99,7 +96,7 @@ uint64_t property_shortcut_reads() {
 }
 
 bool hand_to_stack_top(PyObject* const* args, Py_ssize_t n, PyObject** out) {
-#if TORCH_VERSION_MAJOR < 2
+#if TORCH_VERSION_MAJOR < 2  // torch 2.x dispatches to the top of its stack itself
   const int64_t len = PythonTorchFunctionTLS::stack_len();
   if (g_stack_dispatch && len > 0 && stack_object(len - 1) != g_entry) {
     PyObject* dispatch = g_stack_dispatch;

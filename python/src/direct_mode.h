@@ -1,7 +1,6 @@
 // torch 1.13's direct mode (debugger.py's _DirectMode): numprobe's C function installed as the
-// C++-level torch function mode, the hand-off to modes the user enters above it, and tensor
-// property reads that skip it. On torch 2.x none of this is used (the standard mode path is
-// already direct there) and every query answers "not numprobe's".
+// C++-level torch function mode, and the hand-off to modes the user enters above it (torch 2.x's
+// standard mode path is already direct). On both, tensor property reads that skip numprobe's mode.
 #pragma once
 
 #include <Python.h>
@@ -10,9 +9,9 @@
 
 namespace numprobe::python {
 
-// Registers the capturing thread's direct mode: `entry`, the object numprobe pushed on torch's
-// mode stack, and `stack_dispatch`, torch's _TorchFunctionStackMode.__torch_function__ bound to
-// the direct mode object. Both null: unregistered.
+// Registers the capturing thread's mode: `entry`, the object numprobe pushed on torch's mode stack,
+// and on torch 1.13 `stack_dispatch`, torch's _TorchFunctionStackMode.__torch_function__ bound to
+// the direct mode object (null on torch 2.x). Both null: unregistered.
 void set_direct_mode(PyObject* entry, PyObject* stack_dispatch);
 
 // Calls that reach the direct mode while another mode is on top of this thread's stack (a mode
