@@ -98,13 +98,14 @@ class Batch {
   TensorStats resolve(int k);
 
   std::array<BatchItem, kMaxItems> items;
-  uint64_t counts[kMaxItems] = {};
-  int count = 0;
   c10::Device device{c10::kCPU};
-  void* stream = nullptr;
+  void* stream = nullptr;                 // the raw stream the kernel and copies go on
+  std::optional<c10::Stream> c10_stream;  // the same, for ATen's allocations and fallbacks
 
   // Set by the launch before `launched` is released.
   std::atomic<bool> launched{false};
+  int count = 0;
+  uint64_t counts[kMaxItems] = {};
   bool needs_cover = false;    // its results arrive through the ring, without an event of their own
   uint64_t launch_number = 0;  // where needs_cover: its place in g_launches
   bool copied = false;         // the ring holds each item's elements, not eight reductions each
@@ -126,21 +127,20 @@ class Batch {
   std::vector<TensorStats> results_;
 };
 
-// What this thread has gathered since its outermost section opened.
+// What this thread has gathered since its last launch.
 struct Section {
-  int depth = 0;
   std::shared_ptr<Batch> batch;  // null: nothing gathered
   stats_batch::Table table;
   std::vector<at::Tensor> keep;  // the items' memory, alive until the launch has read it
-  c10::Device device{c10::kCPU};
-  void* stream = nullptr;                 // the raw stream the kernel and copies go on
-  std::optional<c10::Stream> c10_stream;  // the same, for ATen's allocations and fallbacks
-  bool exiting = false;                   // the thread's end: its counters are gone
+  bool exiting = false;          // the thread's end: its counters are gone
 
   ~Section();
 };
 
 thread_local Section t_section;
+// Whether t_section holds a batch: a plain flag, so that sealing (every hook's InternalGuard, every
+// submitted entry) costs no access to t_section on threads and runs that gather nothing.
+thread_local bool t_gathering = false;
 
 TensorStats nan_stats(uint64_t count) {
   TensorStats s;
@@ -159,8 +159,8 @@ bool copy_each(const Section& s, Batch& b) {
     b.copied_dtype[k] = static_cast<DType>(s.table.items[k].dtype);
     if (!cuda_stats::stage_copy_uncovered(t.data_ptr(),
                                           static_cast<size_t>(t.numel()) * t.element_size(),
-                                          s.device.index(), s.stream, b.copies[k])) {
-      if (k > 0) cuda_stats::wait_for_stream(s.stream);  // the earlier copies are in flight
+                                          b.device.index(), b.stream, b.copies[k])) {
+      if (k > 0) cuda_stats::wait_for_stream(b.stream);  // the earlier copies are in flight
       for (int j = 0; j < k; ++j) cuda_stats::release_staged(b.copies[j]);
       return false;
     }
@@ -180,8 +180,8 @@ bool launch_on_device(const Section& s, Batch& b, bool copied) {
   const int64_t results = int64_t{s.table.count} * kFields;
   const int64_t first_result = int64_t{s.table.blocks} * kFields;
   at::Tensor work =
-      at::empty({first_result + results}, at::TensorOptions().dtype(at::kDouble).device(s.device));
-  const int err = cuda_stats::enqueue_batch_stats(s.table, work.data_ptr<double>(), s.stream);
+      at::empty({first_result + results}, at::TensorOptions().dtype(at::kDouble).device(b.device));
+  const int err = cuda_stats::enqueue_batch_stats(s.table, work.data_ptr<double>(), b.stream);
   if (err == cuda_stats::kNotLaunched) return false;
   if (err != 0) {
     note_kernel_failure(err);
@@ -192,7 +192,7 @@ bool launch_on_device(const Section& s, Batch& b, bool copied) {
   // ordered after this on the same stream.
   b.needs_cover = cuda_stats::stage_copy_uncovered(work.data_ptr<double>() + first_result,
                                                    static_cast<size_t>(results) * sizeof(double),
-                                                   s.device.index(), s.stream, b.staged);
+                                                   b.device.index(), b.stream, b.staged);
   if (!b.needs_cover) b.aten_copy = copy_to_host_async(work.narrow(0, first_result, results));
   return true;
 }
@@ -214,6 +214,9 @@ void each_by_its_own_route(const Section& s, Batch& b) {
 void launch(Section& s) {
   if (!s.batch) return;
   std::shared_ptr<Batch> b = std::move(s.batch);
+  t_gathering = false;
+  b->count = s.table.count;
+  for (int k = 0; k < s.table.count; ++k) b->counts[k] = static_cast<uint64_t>(s.table.items[k].n);
   bool copied = s.table.count <= kMaxCopiedItems;
   for (int k = 0; k < s.table.count; ++k)
     copied = copied && s.table.items[k].n <= kHostCopyMaxElements;
@@ -223,10 +226,10 @@ void launch(Section& s) {
   const at::NoGradGuard no_grad;
   const at::RecordFunctionGuard no_record(false);
   std::optional<c10::StreamGuard> on_stream;
-  if (s.c10_stream) on_stream.emplace(*s.c10_stream);
+  if (b->c10_stream) on_stream.emplace(*b->c10_stream);
   try {
     bool done = false;
-    if (s.device.is_cpu()) {
+    if (b->device.is_cpu()) {
       // The host run of the kernel's plan (NUMPROBE_DEFER_CPU_STATS=1), numbered and covered
       // like a device batch (with no event to wait for) so the tests run that bookkeeping too.
       b->fields.resize(static_cast<size_t>(s.table.count) * kFields);
@@ -388,17 +391,8 @@ Batch::~Batch() {
 
 }  // namespace
 
-void open_stats_section() {
-  ++t_section.depth;
-}
-
-void close_stats_section() {
-  Section& s = t_section;
-  if (--s.depth == 0 && s.batch) launch(s);
-}
-
 void seal_stats_batches() {
-  launch(t_section);
+  if (t_gathering) launch(t_section);
 }
 
 std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt) {
@@ -406,8 +400,7 @@ std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt) {
     const char* v = std::getenv("NUMPROBE_BATCH_DEVICE_STATS");
     return v && v[0] == '0';
   }();
-  Section& s = t_section;
-  if (off || s.depth == 0 || !stats_batch::batchable(dt) || t.numel() == 0) return nullptr;
+  if (off || !stats_batch::batchable(dt) || t.numel() == 0) return nullptr;
   void* stream = nullptr;
   std::optional<c10::Stream> c10_stream;
   if (t.device().is_cpu()) {
@@ -424,22 +417,21 @@ std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt) {
 #endif
   }
   at::Tensor dense = dense_elements(t);
-  if (s.batch && (s.device != t.device() || s.stream != stream || s.table.count == kMaxItems))
+  Section& s = t_section;
+  if (s.batch &&
+      (s.batch->device != t.device() || s.batch->stream != stream || s.table.count == kMaxItems))
     launch(s);
   if (!s.batch) {
     s.batch = std::make_shared<Batch>();
-    s.device = t.device();
-    s.stream = stream;
-    s.c10_stream = c10_stream;
-    s.batch->device = s.device;
+    s.batch->device = t.device();
     s.batch->stream = stream;
+    s.batch->c10_stream = c10_stream;
+    t_gathering = true;
   }
   Batch& b = *s.batch;
   const int k = s.table.count;
   stats_batch::add_item(s.table, dense.data_ptr(), dense.numel(), dt);
   s.keep.push_back(std::move(dense));
-  b.count = k + 1;
-  b.counts[k] = static_cast<uint64_t>(t.numel());
   b.items[static_cast<size_t>(k)].batch = &b;
   b.items[static_cast<size_t>(k)].index = k;
   return std::shared_ptr<DeferredStats>(s.batch, &b.items[static_cast<size_t>(k)]);

@@ -8,8 +8,8 @@
 // every later batch it covers. So the training thread pays a table row per tensor and a launch
 // and a copy per section; the writer waits for an event per stretch of entries.
 //
-// A section is launched when it closes (the outermost InternalGuard), so every tensor is read in
-// stream order before anything the training step enqueues after the section: an in-place op
+// A section is launched when it closes (the outermost InternalGuard seals it), so every tensor is
+// read in stream order before anything the training step enqueues after the section: an in-place op
 // after a call's inputs were recorded cannot change them. Also launched: when the table is full,
 // when a tensor of another device or stream arrives, when the thread submits an entry (so the
 // writer never waits for a batch that is not launched) and when it resolves one of its own leaves
@@ -28,17 +28,14 @@
 
 namespace numprobe::capture {
 
-// Sections nest; closing the outermost one launches what it gathered. InternalGuard calls these.
-void open_stats_section();
-void close_stats_section();
-
-// t's statistics as an item of this thread's open section: the values arrive with the batch.
-// nullptr where t is not batched (no open section, batching off, a dtype or memory the kernel does
-// not read, no kernel built): the caller takes the per-tensor route.
+// t's statistics as an item of this thread's open section: the values arrive with the batch. The
+// caller is inside a section that ends with seal_stats_batches() (InternalGuard's outermost exit),
+// before the step can write t again. nullptr where t is not batched (batching off, a dtype or
+// memory the kernel does not read, no kernel built): the caller takes the per-tensor route.
 std::shared_ptr<DeferredStats> batch_stats(const at::Tensor& t, DType dt);
 
-// Launches this thread's gathered tensors now (nothing when none are waiting). Before an entry
-// reaches the writer.
+// Launches this thread's gathered tensors now (nothing when none are waiting): when a section
+// closes, and before an entry reaches the writer.
 void seal_stats_batches();
 
 }  // namespace numprobe::capture

@@ -101,7 +101,7 @@ void fill_tensor_leaf(const at::Tensor& t, const LeafRequest& req, TensorLeaf& l
   static const bool sync = env_flag("NUMPROBE_SYNC_DEVICE_STATS");
   if (t.is_cuda() || (on_cpu && defer_cpu)) {
     const at::Tensor d = t.detach();
-    leaf.deferred = batch_stats(d, dt);  // with the other tensors of this section
+    if (req.batch) leaf.deferred = batch_stats(d, dt);  // with the other tensors of this section
     if (!leaf.deferred) leaf.deferred = enqueue_stats(d, dt);
     if (!sync) {  // the values arrive on the writer thread
       if (use_cache) cache_put(t, key, leaf.stats, leaf.deferred);

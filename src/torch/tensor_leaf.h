@@ -18,6 +18,9 @@ struct LeafRequest {
   LeafData data = LeafData::kStatistics;
   std::string save_as;  // non-empty: keep a copy of the bytes to write under this file name
   bool async = false;   // async_dump: device -> host copies of saved bytes are not waited for
+  // Device statistics may join the thread's open batch (stats_batch.h): the caller is inside a
+  // section that seal_stats_batches() ends before the step goes on.
+  bool batch = false;
 };
 
 // Fills leaf from t (t defined). Runs with record-function and autograd disabled by the caller.

@@ -20,6 +20,7 @@ import pytest
 from conftest import PYDIR, rank_dir
 
 torch = pytest.importorskip("torch")
+from test_capture import iter_leaves  # noqa: E402
 
 SCRIPT = """
 import json, sys, torch
@@ -79,23 +80,11 @@ def capture(tmp_path, level, mode, env):
     return dumps, stats
 
 
-def leaves(v):
-    if isinstance(v, dict):
-        if v.get("type") == "torch.Tensor":
-            yield v
-        else:
-            for x in v.values():
-                yield from leaves(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from leaves(x)
-
-
 def assert_same_statistics(host, other, what):
     assert list(host) == list(other), what
     n = 0
     for name in host:
-        for a, b in zip(leaves(host[name]), leaves(other[name]), strict=True):
+        for a, b in zip(iter_leaves(host[name]), iter_leaves(other[name]), strict=True):
             assert a.keys() == b.keys(), (what, name)
             for k, v in a.items():
                 if isinstance(v, float) and math.isnan(v):

@@ -28,11 +28,11 @@ thread_local int t_internal = 0;
 
 InternalGuard::InternalGuard() {
   ++t_internal;
-  open_stats_section();
 }
-// The section's device statistics are launched while numprobe's ops are still ignored.
+// The outermost guard is a section of device statistics (stats_batch.h): sealed on the way out,
+// while numprobe's own ops are still ignored, so its tensors are read before the step goes on.
 InternalGuard::~InternalGuard() {
-  close_stats_section();
+  if (t_internal == 1) seal_stats_batches();
   --t_internal;
 }
 bool InternalGuard::inside() {
@@ -263,6 +263,7 @@ void TorchCapture::add_tensor(EntryRecord& rec, const at::Tensor& t, const std::
                     (cfg.task == Task::kStatistics && filter_.tensor_list_matches(rec.name));
   if (save) req.save_as = file_stem + ".npy";
   req.async = cfg.async_dump;
+  req.batch = InternalGuard::inside();
   TensorLeaf& leaf = rec.tensor();
   fill_tensor_leaf(t, req, leaf);
   if (is_output && cfg.task == Task::kOverflowCheck) leaf.resolve_stats();  // decided now

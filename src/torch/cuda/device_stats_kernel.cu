@@ -42,6 +42,49 @@ using stats_batch::accumulate;
 using stats_batch::combine;
 using stats_batch::identity;
 
+// The element type the kernel reads for a dtype: fn(T()) for it, and false for dtypes it does not
+// read (float8, unknown: the ATen reductions take them). The one dtype table of the kernels and
+// of their launches. (Instantiated with a host lambda in enqueue_stats and a device one in the
+// kernel: the pragma lets each instantiation call into its own side only.)
+#pragma nv_exec_check_disable
+template <typename Fn>
+__host__ __device__ __forceinline__ bool with_element_type(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kF64:
+      fn(double());
+      return true;
+    case DType::kF32:
+      fn(float());
+      return true;
+    case DType::kF16:
+      fn(__half());
+      return true;
+    case DType::kBF16:
+      fn(__nv_bfloat16());
+      return true;
+    case DType::kI8:
+      fn(int8_t());
+      return true;
+    case DType::kI16:
+      fn(int16_t());
+      return true;
+    case DType::kI32:
+      fn(int32_t());
+      return true;
+    case DType::kI64:
+      fn(int64_t());
+      return true;
+    case DType::kU8:
+      fn(uint8_t());
+      return true;
+    case DType::kBool:
+      fn(BoolByte());
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Reduces every thread's accumulator; thread 0 writes the block's result to out[0..7].
 __device__ void block_reduce(double (&acc)[kFields], double* out) {
   __shared__ double warp_acc[kWarps][kFields];
@@ -123,40 +166,10 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t stride = stats_batch::element_stride(table, k);
   double acc[kFields];
   identity(acc);
-  switch (static_cast<DType>(it.dtype)) {  // one dtype per block: no divergence
-    case DType::kF64:
-      accumulate_share<double>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kF32:
-      accumulate_share<float>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kF16:
-      accumulate_share<__half>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kBF16:
-      accumulate_share<__nv_bfloat16>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kI8:
-      accumulate_share<int8_t>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kI16:
-      accumulate_share<int16_t>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kI32:
-      accumulate_share<int32_t>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kI64:
-      accumulate_share<int64_t>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kU8:
-      accumulate_share<uint8_t>(it.data, it.n, i, stride, acc);
-      break;
-    case DType::kBool:
-      accumulate_share<BoolByte>(it.data, it.n, i, stride, acc);
-      break;
-    default:  // never added (stats_batch::batchable)
-      break;
-  }
+  // One dtype per block: no divergence. Items are batchable() dtypes only.
+  with_element_type(static_cast<DType>(it.dtype), [&](auto element) {
+    accumulate_share<decltype(element)>(it.data, it.n, i, stride, acc);
+  });
   block_reduce(acc, partial + static_cast<int64_t>(b) * kFields);
 }
 
@@ -192,30 +205,10 @@ int launch(const void* data, int64_t n, double* work, cudaStream_t stream) {
 
 int enqueue_stats(const void* data, DType dtype, int64_t n, double* work, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case DType::kF64:
-      return launch<double>(data, n, work, s);
-    case DType::kF32:
-      return launch<float>(data, n, work, s);
-    case DType::kF16:
-      return launch<__half>(data, n, work, s);
-    case DType::kBF16:
-      return launch<__nv_bfloat16>(data, n, work, s);
-    case DType::kI8:
-      return launch<int8_t>(data, n, work, s);
-    case DType::kI16:
-      return launch<int16_t>(data, n, work, s);
-    case DType::kI32:
-      return launch<int32_t>(data, n, work, s);
-    case DType::kI64:
-      return launch<int64_t>(data, n, work, s);
-    case DType::kU8:
-      return launch<uint8_t>(data, n, work, s);
-    case DType::kBool:
-      return launch<BoolByte>(data, n, work, s);
-    default:  // float8 and unknown dtypes: the ATen reductions
-      return kNotLaunched;
-  }
+  int err = kNotLaunched;
+  with_element_type(dtype,
+                    [&](auto element) { err = launch<decltype(element)>(data, n, work, s); });
+  return err;
 }
 
 int enqueue_batch_stats(const stats_batch::Table& table, double* work, void* stream) {
